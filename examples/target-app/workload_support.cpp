@@ -1,0 +1,171 @@
+#include "workload_support.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cstdio>
+#include <fstream>
+
+namespace funclatency::workload {
+
+std::size_t usec_row(std::uint64_t duration_ns) {
+  std::uint64_t usec = duration_ns / 1000;
+  if (usec < 2) return 0;
+  std::size_t row = std::bit_width(usec) - 1;
+  return row < kLog2Rows ? row : kLog2Rows - 1;
+}
+
+std::uint64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000ull +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+void precise_sleep_ns(std::uint64_t duration_ns, std::uint64_t spin_ns) {
+  const std::uint64_t deadline = monotonic_ns() + duration_ns;
+  if (duration_ns > spin_ns) {
+    std::uint64_t wake = deadline - spin_ns;
+    timespec wake_at{static_cast<time_t>(wake / 1'000'000'000ull),
+                     static_cast<long>(wake % 1'000'000'000ull)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake_at, nullptr) == EINTR) {
+    }
+  }
+  while (monotonic_ns() < deadline) {
+  }
+}
+
+std::uint64_t involuntary_switches() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return static_cast<std::uint64_t>(usage.ru_nivcsw);
+}
+
+namespace {
+
+void atomic_min(std::atomic<std::uint64_t>& target, std::uint64_t value) {
+  std::uint64_t current = target.load(std::memory_order_relaxed);
+  while (value < current && !target.compare_exchange_weak(current, value)) {
+  }
+}
+
+void atomic_max(std::atomic<std::uint64_t>& target, std::uint64_t value) {
+  std::uint64_t current = target.load(std::memory_order_relaxed);
+  while (value > current && !target.compare_exchange_weak(current, value)) {
+  }
+}
+
+}  // namespace
+
+void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted) {
+  returned_.fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(duration_ns, std::memory_order_relaxed);
+  atomic_min(min_ns_, duration_ns);
+  atomic_max(max_ns_, duration_ns);
+  std::size_t row = usec_row(duration_ns);
+  rows_[row].fetch_add(1, std::memory_order_relaxed);
+  std::uint64_t row_low_us = row == 0 ? 0 : (1ull << row);
+  if (row > 0 && duration_ns / 1000 - row_low_us < kEdgeMarginUs) {
+    near_edge_[row].fetch_add(1, std::memory_order_relaxed);
+  }
+  if (preempted) preempted_[row].fetch_add(1, std::memory_order_relaxed);
+}
+
+nlohmann::json FunctionTruth::to_json() const {
+  std::uint64_t returned = returned_.load();
+  std::uint64_t abandoned = abandoned_.load();
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t row = 0; row < kLog2Rows; ++row) {
+    std::uint64_t count = rows_[row].load();
+    if (count == 0) continue;
+    rows.push_back({{"row", row},
+                    {"low_us", row == 0 ? 0 : (1ull << row)},
+                    {"high_us", (2ull << row) - 1},
+                    {"count", count},
+                    {"near_edge", near_edge_[row].load()},
+                    {"preempted", preempted_[row].load()}});
+  }
+  return {{"name", name_},
+          {"calls", returned + abandoned},
+          {"returned", returned},
+          {"abandoned", abandoned},
+          {"sum_ns", sum_ns_.load()},
+          {"min_ns", returned == 0 ? 0 : min_ns_.load()},
+          {"max_ns", max_ns_.load()},
+          {"edge_margin_us", kEdgeMarginUs},
+          {"log2_usec", std::move(rows)}};
+}
+
+bool TruthReport::write(const std::string& path, const std::string& program) const {
+  nlohmann::json functions = nlohmann::json::array();
+  for (const FunctionTruth& function : functions_) functions.push_back(function.to_json());
+  nlohmann::json report = {{"program", program}, {"pid", getpid()}, {"functions", functions}};
+  // Write then rename, so a reader never sees half a file.
+  std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial);
+    out << report.dump(1) << '\n';
+    if (!out) return false;
+  }
+  return std::rename(partial.c_str(), path.c_str()) == 0;
+}
+
+namespace {
+
+sigset_t control_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+}  // namespace
+
+RunControl::RunControl() {
+  sigset_t set = control_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+RunControl::~RunControl() {
+  finished_ = true;
+  if (watcher_.joinable()) watcher_.join();
+}
+
+void RunControl::announce_and_wait(bool wait_for_start) {
+  std::printf("ready pid=%d\n", static_cast<int>(getpid()));
+  std::fflush(stdout);
+  if (wait_for_start) {
+    sigset_t set = control_signals();
+    int signal_number = 0;
+    sigwait(&set, &signal_number);
+    if (signal_number != SIGUSR1) stop_ = true;
+  }
+  watcher_ = std::thread([this] { watch_stop_signals(); });
+}
+
+void RunControl::watch_stop_signals() {
+  sigset_t set = control_signals();
+  const timespec poll_interval{0, 50'000'000};
+  while (!finished_.load()) {
+    int signal_number = sigtimedwait(&set, nullptr, &poll_interval);
+    if (signal_number == SIGINT || signal_number == SIGTERM) stop_ = true;
+  }
+}
+
+void Pacer::wait_for_call(std::uint64_t call_index) const {
+  if (rate_ <= 0) return;
+  auto due = start_ns_ + static_cast<std::uint64_t>(static_cast<double>(call_index) * 1e9 / rate_);
+  std::uint64_t now = monotonic_ns();
+  if (due > now) precise_sleep_ns(due - now, 0);
+}
+
+std::uint64_t share_of_calls(std::uint64_t total, unsigned threads, unsigned index) {
+  return total / threads + (index < total % threads ? 1 : 0);
+}
+
+}  // namespace funclatency::workload

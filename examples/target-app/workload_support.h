@@ -1,0 +1,146 @@
+// What target-app and the test workloads share: sleeping precisely, recording
+// the ground truth a tracer is checked against, and the start/stop protocol
+// the end-to-end tests drive (print readiness, wait for SIGUSR1, stop cleanly
+// on SIGINT/SIGTERM).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace funclatency::workload {
+
+// Rows as libbpf-tools prints a usec histogram: row 0 holds 0 and 1 us, row r
+// holds [2^r, 2^(r+1) - 1] us of floor(duration_ns / 1000).
+inline constexpr std::size_t kLog2Rows = 48;
+std::size_t usec_row(std::uint64_t duration_ns);
+
+// A tracer's probes fire inside the interval the program measures around a
+// call, so a tracer sees each call a few microseconds shorter. A call measured
+// closer than this above its row's lower edge may land one row lower there.
+inline constexpr std::uint64_t kEdgeMarginUs = 20;
+
+std::uint64_t monotonic_ns();
+
+// Sleeps until `duration_ns` has passed on CLOCK_MONOTONIC: the kernel sleep
+// ends `spin_ns` early and the rest is busy-waited, because wakeups here
+// overshoot by 50-150 us (milliseconds now and then), which would smear a
+// duration across a bucket edge.
+void precise_sleep_ns(std::uint64_t duration_ns, std::uint64_t spin_ns);
+inline constexpr std::uint64_t kDefaultSpinNs = 200'000;
+
+// Involuntary context switches of the calling thread so far.
+std::uint64_t involuntary_switches();
+
+// Ground truth for one function: calls made, how they ended, and the log2
+// usec histogram of what the program measured around each completed call.
+// Thread-safe; threads record into one instance.
+class FunctionTruth {
+ public:
+  explicit FunctionTruth(std::string name) : name_(std::move(name)) {}
+
+  // `preempted`: the thread was switched out involuntarily during the measured
+  // interval, so the tracer's view may be shorter by more than the edge margin.
+  void record_return(std::uint64_t duration_ns, bool preempted);
+  // A call that left by an exception or longjmp: a tracer sees no return.
+  void record_abandoned() { abandoned_.fetch_add(1, std::memory_order_relaxed); }
+
+  const std::string& name() const { return name_; }
+  nlohmann::json to_json() const;
+
+ private:
+  std::string name_;
+  std::atomic<std::uint64_t> returned_{0};
+  std::atomic<std::uint64_t> abandoned_{0};
+  std::atomic<std::uint64_t> sum_ns_{0};
+  std::atomic<std::uint64_t> min_ns_{UINT64_MAX};
+  std::atomic<std::uint64_t> max_ns_{0};
+  std::array<std::atomic<std::uint64_t>, kLog2Rows> rows_{};
+  std::array<std::atomic<std::uint64_t>, kLog2Rows> near_edge_{};
+  std::array<std::atomic<std::uint64_t>, kLog2Rows> preempted_{};
+};
+
+// Calls `call` and records it in `truth` the way a tracer would time it: the
+// duration of a normal return, or an abandoned call when an exception leaves
+// (the exception is rethrown).
+template <typename Call>
+decltype(auto) timed_call(FunctionTruth& truth, Call&& call) {
+  struct Recorder {
+    FunctionTruth& truth;
+    std::uint64_t switches_before = involuntary_switches();
+    std::uint64_t start_ns = monotonic_ns();
+    int exceptions_before = std::uncaught_exceptions();
+    ~Recorder() {
+      std::uint64_t end_ns = monotonic_ns();
+      if (std::uncaught_exceptions() > exceptions_before) {
+        truth.record_abandoned();
+        return;
+      }
+      truth.record_return(end_ns - start_ns, involuntary_switches() != switches_before);
+    }
+  } recorder{truth};
+  return call();
+}
+
+// The functions a program reports, in a stable order. Entries never move, so
+// references handed to threads stay valid.
+class TruthReport {
+ public:
+  FunctionTruth& add(std::string name) { return functions_.emplace_back(std::move(name)); }
+  // Writes {"program", "pid", "functions": [...]} to `path`; false on failure.
+  bool write(const std::string& path, const std::string& program) const;
+
+ private:
+  std::deque<FunctionTruth> functions_;
+};
+
+// Start/stop protocol. Construct first in main(), before any thread: it blocks
+// SIGUSR1/SIGINT/SIGTERM so that threads created later inherit the mask and
+// only this object receives them.
+class RunControl {
+ public:
+  RunControl();
+  ~RunControl();
+  RunControl(const RunControl&) = delete;
+  RunControl& operator=(const RunControl&) = delete;
+
+  // Prints "ready pid=N" on stdout. With `wait_for_start`, then blocks until
+  // SIGUSR1 (start) or SIGINT/SIGTERM (stop before any work). Afterwards a
+  // watcher turns SIGINT/SIGTERM into stop_requested().
+  void announce_and_wait(bool wait_for_start);
+  bool stop_requested() const { return stop_.load(std::memory_order_relaxed); }
+
+ private:
+  void watch_stop_signals();
+
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+  std::thread watcher_;
+};
+
+// Paces calls at `rate` per second (0: as fast as possible) from a fixed start,
+// so a slow call is caught up rather than stretching the schedule.
+class Pacer {
+ public:
+  explicit Pacer(double rate) : rate_(rate), start_ns_(monotonic_ns()) {}
+  void wait_for_call(std::uint64_t call_index) const;
+
+ private:
+  double rate_;
+  std::uint64_t start_ns_;
+};
+
+// How many of `total` calls thread `index` of `threads` makes.
+std::uint64_t share_of_calls(std::uint64_t total, unsigned threads, unsigned index);
+
+}  // namespace funclatency::workload

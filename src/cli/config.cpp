@@ -1,0 +1,82 @@
+#include "cli/config.h"
+
+#include <CLI/CLI.hpp>
+
+namespace funclatency {
+
+void add_core_options(CLI::App& app, CommandLine& v) {
+  app.add_option("TARGET", v.targets,
+                 "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
+                 "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.")
+      ->required();
+  app.add_option("-p,--pid", v.pid, "Trace only this process; exit when it exits")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-i,--interval", v.interval_s, "Print a histogram every SECS seconds")
+      ->check(CLI::PositiveNumber)
+      ->type_name("SECS");
+  app.add_option("-d,--duration", v.duration_s, "Stop after SECS seconds")
+      ->check(CLI::PositiveNumber)
+      ->type_name("SECS");
+  auto* usec = app.add_flag("-u,--microseconds", v.usec, "Histogram in microseconds (default)");
+  auto* msec = app.add_flag("-m,--milliseconds", v.msec, "Histogram in milliseconds");
+  auto* nsec = app.add_flag("-n,--nanoseconds", v.nsec, "Histogram in nanoseconds");
+  usec->excludes(msec, nsec);
+  msec->excludes(nsec);
+  app.add_flag("-T,--timestamp", v.timestamp, "Print a timestamp with each interval");
+  app.add_option("--mode", v.mode,
+                 "How durations reach the histogram: events (one ring buffer record per call),\n"
+                 "kernel (aggregated in the kernel), auto (events, switching hot functions\n"
+                 "to kernel)")
+      ->check(CLI::IsMember({"auto", "events", "kernel"}))
+      ->capture_default_str();
+  app.add_option("--auto-threshold", v.auto_threshold,
+                 "auto mode: calls/s above which a function is aggregated in the kernel")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--json", v.json, "One JSON object per function per interval, and totals at exit");
+  app.add_flag("-v,--verbose", v.verbose, "Say where probes go and every mode switch");
+  app.add_flag("-l,--list", v.list, "List the functions the TARGETs match, and exit");
+  app.add_flag("-r,--regex", v.regex, "FUNCTION is a regular expression");
+  app.add_flag("--merge", v.merge, "One histogram for all matched functions");
+  app.add_option("--max-functions", v.max_functions,
+                 "Refuse patterns matching more functions than this")
+      ->capture_default_str();
+}
+
+Result<Config> finish_config(const CommandLine& v) {
+  Config config;
+  config.targets = v.targets;
+  if (v.pid > 0) config.pid = v.pid;
+  config.interval = std::chrono::milliseconds(static_cast<int64_t>(v.interval_s * 1000));
+  if (v.duration_s > 0) {
+    config.duration = std::chrono::milliseconds(static_cast<int64_t>(v.duration_s * 1000));
+  }
+  if (v.msec) {
+    config.unit_ns = 1000000;
+    config.unit_name = "msec";
+  } else if (v.nsec) {
+    config.unit_ns = 1;
+    config.unit_name = "nsec";
+  }
+  config.timestamp = v.timestamp;
+  config.json = v.json;
+  config.verbose = v.verbose;
+  config.list = v.list;
+  config.regex = v.regex;
+  config.merge = v.merge;
+  config.max_functions = v.max_functions;
+  config.auto_threshold = v.auto_threshold;
+  if (v.mode == "events")
+    config.mode = ModeChoice::kEvents;
+  else if (v.mode == "kernel")
+    config.mode = ModeChoice::kKernel;
+  for (const auto& target : config.targets) {
+    if (target.find(':') == std::string::npos) {
+      return bad_input("TARGET \"" + target + "\" has no ':'",
+                       "write BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p");
+    }
+  }
+  return config;
+}
+
+}  // namespace funclatency

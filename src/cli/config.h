@@ -1,0 +1,53 @@
+// The command line, parsed into one immutable Config.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collect/trace_session.h"
+
+namespace CLI {
+class App;
+}
+
+namespace funclatency {
+
+struct Config {
+  std::vector<std::string> targets;
+  std::optional<int> pid;
+  std::chrono::milliseconds interval{0};
+  std::optional<std::chrono::milliseconds> duration;
+  uint64_t unit_ns = 1000;
+  std::string unit_name = "usec";
+  bool timestamp = false;
+  bool json = false;
+  bool verbose = false;
+  bool list = false;
+  bool regex = false;
+  bool merge = false;
+  size_t max_functions = 5000;
+  ModeChoice mode = ModeChoice::kAuto;
+  double auto_threshold = 10000;
+};
+
+// Raw values CLI11 fills; turned into a Config by finish_config.
+struct CommandLine {
+  std::vector<std::string> targets;
+  int pid = 0;
+  double interval_s = 0;
+  double duration_s = 0;
+  bool usec = false, msec = false, nsec = false;
+  bool timestamp = false, json = false, verbose = false, list = false, regex = false,
+       merge = false;
+  size_t max_functions = 5000;
+  std::string mode = "auto";
+  double auto_threshold = 10000;
+};
+
+void add_core_options(CLI::App& app, CommandLine& values);
+Result<Config> finish_config(const CommandLine& values);
+
+}  // namespace funclatency

@@ -1,0 +1,236 @@
+// funclatency: how long does this function take? Entry and return uprobes
+// time every call; the durations become a log2 histogram with percentiles.
+// main() is the only place that prints errors and picks exit codes.
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "cli/config.h"
+#include "collect/aggregator.h"
+#include "collect/trace_session.h"
+#include "output/console_sink.h"
+#include "output/json_sink.h"
+#include "probe/bpf_object.h"
+#include "probe/uprobe_links.h"
+#include "symbols/elf_symbol_resolver.h"
+#include "symbols/target_spec.h"
+
+namespace funclatency {
+namespace {
+
+constexpr const char* kExamples = R"(
+Examples:
+  funclatency /usr/bin/myapp:handle_request       time one function, all processes
+  funclatency -p 1234 :handle_request              ... of the binary PID 1234 runs
+  funclatency -p 1234 c:malloc                     malloc in that process's libc
+  funclatency -i 2 -m ./server:'ns::Db::query*'    every C++ overload, msec, every 2s
+  funclatency -r 'libssl:^SSL_(read|write)$'       regex over a library
+  funclatency --json -d 10 ./app:slow_op           JSON lines for 10 seconds
+  funclatency -l 'c:str*'                          list what a pattern matches
+
+Exit status: 0 success, 1 runtime failure, 2 bad usage or input.
+)";
+
+bool g_verbose = false;  // read only by the libbpf print callback
+
+int libbpf_print(enum libbpf_print_level level, const char* format, va_list args) {
+  if (!g_verbose || level == LIBBPF_DEBUG) return 0;
+  return std::vfprintf(stderr, format, args);
+}
+
+void report_error(const Error& error) { std::fprintf(stderr, "funclatency: %s\n", error.message().c_str()); }
+
+Result<std::vector<ProbeSite>> resolve_all(const Config& config) {
+  ElfSymbolResolver resolver;
+  ResolveOptions options;
+  options.pid = config.pid;
+  options.max_matches = config.max_functions;
+  std::vector<ProbeSite> sites;
+  std::set<std::pair<std::string, uint64_t>> seen;
+  for (const auto& target : config.targets) {
+    auto spec = parse_target(target, config.regex);
+    if (!spec) return std::unexpected(spec.error());
+    if (spec->binary.empty() && !config.pid) {
+      return bad_input(fmt::format("TARGET \"{}\" names no binary", target),
+                       "give -p PID, or write BINARY:FUNCTION");
+    }
+    auto found = resolver.resolve(*spec, options);
+    if (!found) return std::unexpected(found.error());
+    for (auto& site : *found) {
+      if (seen.insert({site.binary, site.file_offset}).second) sites.push_back(std::move(site));
+    }
+  }
+  if (sites.size() > config.max_functions) {
+    return bad_input(fmt::format("the TARGETs match {} functions, more than --max-functions {}",
+                                 sites.size(), config.max_functions),
+                     "narrow the pattern, or raise --max-functions");
+  }
+  return sites;
+}
+
+std::string describe_targets(const std::vector<ProbeSite>& sites) {
+  if (sites.size() == 1) return fmt::format("\"{}\"", sites[0].symbol);
+  return fmt::format("\"{}\" and {} more", sites[0].symbol, sites.size() - 1);
+}
+
+const char* mode_statement(ModeChoice mode) {
+  switch (mode) {
+    case ModeChoice::kEvents:
+      return "mode events: one ring buffer record per call";
+    case ModeChoice::kKernel:
+      return "mode kernel: histograms aggregated in the kernel";
+    case ModeChoice::kAuto:
+      break;
+  }
+  return "mode auto: one ring buffer record per call; a function above the auto threshold "
+         "switches to in-kernel aggregation";
+}
+
+int run(const Config& config) {
+  g_verbose = config.verbose;
+  libbpf_set_print(libbpf_print);
+  auto verbose = [&config](const std::string& line) {
+    if (config.verbose) std::fprintf(stderr, "funclatency: %s\n", line.c_str());
+  };
+
+  auto sites = resolve_all(config);
+  if (!sites) {
+    report_error(sites.error());
+    return sites.error().exit_code();
+  }
+  if (config.list) {
+    for (const auto& site : *sites) {
+      std::printf("%s %s 0x%llx %llu\n", site.symbol.c_str(), site.binary.c_str(),
+                  static_cast<unsigned long long>(site.address),
+                  static_cast<unsigned long long>(site.size));
+    }
+    return 0;
+  }
+
+  // Sinks that can fail on bad input (a port in use) come before any probe.
+  std::vector<std::unique_ptr<Sink>> sinks;
+  if (config.json) {
+    sinks.push_back(std::make_unique<JsonSink>(stdout));
+  } else {
+    ConsoleOptions console{config.unit_name, config.timestamp, config.interval.count() > 0};
+    sinks.push_back(std::make_unique<ConsoleSink>(stdout, console));
+  }
+
+  LoadOptions load;
+  load.unit_ns = config.unit_ns;
+  load.filter_tgid = config.pid ? static_cast<uint32_t>(*config.pid) : 0;
+  load.num_functions = static_cast<uint32_t>(sites->size());
+  load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
+  auto object = BpfObject::load(load);
+  if (!object) {
+    report_error(object.error());
+    return object.error().exit_code();
+  }
+  auto links = UprobeLinks::attach(**object, *sites, config.pid);
+  if (!links) {
+    report_error(links.error());
+    return links.error().exit_code();
+  }
+  for (const auto& site : links->sites()) {
+    verbose(fmt::format("probes for {} at {}:0x{:x}{}", site.symbol, site.binary, site.offset,
+                        site.entry_skip ? fmt::format(" (after endbr64, +{})", site.entry_skip)
+                                        : std::string()));
+  }
+
+  std::vector<ReportGroup> groups;
+  std::vector<uint32_t> group_of_function;
+  for (const auto& site : *sites) {
+    if (config.merge && !groups.empty()) {
+      group_of_function.push_back(0);
+      continue;
+    }
+    group_of_function.push_back(static_cast<uint32_t>(groups.size()));
+    groups.push_back({site.symbol, site.binary, config.pid.value_or(0)});
+  }
+  if (config.merge && sites->size() > 1) {
+    groups[0].symbol = fmt::format("{} functions matching {}", sites->size(), config.targets[0]);
+  }
+  Aggregator aggregator(std::move(groups), std::move(group_of_function), config.unit_ns,
+                        std::chrono::system_clock::now());
+
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, signo);
+  int signal_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signal_fd < 0) {
+    report_error(Error{ErrorKind::kRuntime, "create a signalfd", errno, {}});
+    return 1;
+  }
+
+  SessionOptions session_options;
+  session_options.interval = config.interval;
+  session_options.duration = config.duration;
+  session_options.pid = config.pid;
+  session_options.mode = config.mode;
+  session_options.policy.to_kernel_calls_per_sec = config.auto_threshold;
+  session_options.policy.to_events_calls_per_sec = config.auto_threshold / 4;
+  if (config.verbose) session_options.verbose = verbose;
+  std::vector<Sink*> sink_pointers;
+  for (auto& sink : sinks) sink_pointers.push_back(sink.get());
+  TraceSession session(**object, aggregator, sink_pointers, session_options, signal_fd,
+                       [&links] { links->detach_all(); });
+
+  std::fprintf(stderr, "Tracing %zu function%s for %s (%s)... Hit Ctrl-C to end.\n",
+               sites->size(), sites->size() == 1 ? "" : "s", describe_targets(*sites).c_str(),
+               mode_statement(config.mode));
+  auto stopped = session.run();
+  ::close(signal_fd);
+  if (!stopped) {
+    report_error(stopped.error());
+    return stopped.error().exit_code();
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace funclatency
+
+int main(int argc, char** argv) {
+  using namespace funclatency;
+  // Block the stop signals before any thread exists, so every thread
+  // inherits the mask and only the session's signalfd sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_signals, signo);
+  sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A closed stdout shows up as a failed write, which stops the run cleanly.
+  signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"funclatency: time every call of a function with eBPF uprobes, and print the\n"
+               "latency distribution as a log2 histogram with percentiles.",
+               "funclatency"};
+  app.footer(kExamples);
+  app.get_formatter()->column_width(34);
+  CommandLine values;
+  add_core_options(app, values);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "funclatency: %s (see --help)\n", e.what());
+    return 2;
+  }
+  auto config = finish_config(values);
+  if (!config) {
+    report_error(config.error());
+    return config.error().exit_code();
+  }
+  return run(*config);
+}

@@ -1,0 +1,57 @@
+// Folds per-call events and kernel deltas into one LatencyHistogram per
+// reported function (a group: one function, or all matches with --merge).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "output/report.h"
+
+namespace funclatency {
+
+struct ReportGroup {
+  std::string symbol;
+  std::string binary;
+  int pid = 0;
+};
+
+// Cumulative in-kernel totals of one function, summed over CPUs.
+struct KernelTotals {
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  uint64_t min_ns = 0;  // 0 while no call was recorded
+  uint64_t max_ns = 0;
+  std::array<uint64_t, LatencyHistogram::kNumBuckets> buckets{};
+};
+
+class Aggregator {
+ public:
+  // group_of_function[fn_id] is the index into `groups` that fn_id reports to.
+  Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> group_of_function,
+             uint64_t unit_ns, std::chrono::system_clock::time_point run_start);
+
+  void on_event(uint32_t fn_id, uint64_t duration_ns);
+  // `now` and `before` are the cumulative totals of fn_id at this read and
+  // the previous one.
+  void on_kernel_totals(uint32_t fn_id, const KernelTotals& before, const KernelTotals& now);
+  void on_lost(uint32_t fn_id, const LostCounts& delta);
+  void set_mode_name(uint32_t fn_id, std::string mode);
+
+  // Calls counted for fn_id since the last take_report (for the auto policy).
+  uint64_t interval_calls_of_function(uint32_t fn_id) const { return fn_interval_calls_[fn_id]; }
+
+  // The interval's report (and the run's totals); starts a new interval.
+  Report take_report(Report::Kind kind, std::chrono::system_clock::time_point now);
+
+ private:
+  std::vector<FunctionReport> reports_;
+  std::vector<uint32_t> group_of_function_;
+  std::vector<uint64_t> fn_interval_calls_;
+  std::vector<std::string> fn_mode_;
+  std::chrono::system_clock::time_point run_start_;
+  std::chrono::system_clock::time_point interval_start_;
+};
+
+}  // namespace funclatency

@@ -1,0 +1,43 @@
+#include "collect/event_reader.h"
+
+#include <bpf/libbpf.h>
+
+#include <cstring>
+
+extern "C" {
+#include "bpf/funclatency.h"
+}
+
+namespace funclatency {
+
+Result<std::unique_ptr<EventReader>> EventReader::create(int ringbuf_fd, Handler handler) {
+  auto reader = std::unique_ptr<EventReader>(new EventReader(std::move(handler)));
+  reader->ring_ = ring_buffer__new(ringbuf_fd, &EventReader::on_record, reader.get(), nullptr);
+  if (!reader->ring_) return runtime_error("open the BPF ring buffer", errno);
+  return reader;
+}
+
+EventReader::~EventReader() {
+  if (ring_) ring_buffer__free(ring_);
+}
+
+int EventReader::epoll_fd() const { return ring_buffer__epoll_fd(ring_); }
+
+int EventReader::on_record(void* context, void* data, size_t size) {
+  auto* self = static_cast<EventReader*>(context);
+  if (size < sizeof(fl_event)) return 0;
+  fl_event event;
+  std::memcpy(&event, data, sizeof(event));
+  self->handler_(event.fn_id, event.duration_ns);
+  self->drained_++;
+  return 0;
+}
+
+Result<uint64_t> EventReader::drain() {
+  drained_ = 0;
+  int rc = ring_buffer__consume(ring_);
+  if (rc < 0) return runtime_error("read the BPF ring buffer", -rc);
+  return drained_;
+}
+
+}  // namespace funclatency

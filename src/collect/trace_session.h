@@ -1,0 +1,65 @@
+// The run loop: drains the ring buffer on a timer, reads kernel totals,
+// applies the auto-mode policy, hands each interval to the sinks, and stops
+// on a signal, the duration, the traced process's exit or a broken sink.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collect/aggregator.h"
+#include "collect/mode_policy.h"
+#include "common/error.h"
+#include "output/sink.h"
+#include "probe/bpf_object.h"
+
+namespace funclatency {
+
+enum class ModeChoice { kAuto, kEvents, kKernel };
+
+struct SessionOptions {
+  std::chrono::milliseconds interval{0};  // 0: report only at exit
+  std::optional<std::chrono::milliseconds> duration;
+  std::optional<int> pid;  // stop when this process exits
+  ModeChoice mode = ModeChoice::kAuto;
+  ModePolicyOptions policy;
+  std::chrono::milliseconds poll_period{20};
+  std::function<void(const std::string&)> verbose;  // may be empty
+};
+
+enum class StopReason { kSignal, kDuration, kProcessExited, kSinkBroken };
+
+class TraceSession {
+ public:
+  // `signal_fd` is a signalfd for the signals that end the run (blocked by
+  // the caller before any thread starts). `detach` removes every probe; it
+  // runs before the final drain so the last report is complete.
+  TraceSession(BpfObject& object, Aggregator& aggregator, std::vector<Sink*> sinks,
+               SessionOptions options, int signal_fd, std::function<void()> detach);
+  Result<StopReason> run();
+
+ private:
+  Result<void> collect_kernel_side();
+  void apply_policy(double seconds);
+  void emit(Report::Kind kind);
+  bool any_sink_broken() const;
+
+  BpfObject& object_;
+  Aggregator& aggregator_;
+  std::vector<Sink*> sinks_;
+  SessionOptions options_;
+  int signal_fd_;
+  std::function<void()> detach_;
+  uint32_t num_functions_;
+  std::vector<bool> ever_kernel_;
+  std::vector<std::unique_ptr<KernelTotals>> last_totals_;
+  std::vector<LostCounts> last_lost_;
+  std::vector<uint64_t> window_calls_;
+  std::vector<uint64_t> window_ringbuf_lost_;
+  std::unique_ptr<ModePolicy> policy_;
+};
+
+}  // namespace funclatency

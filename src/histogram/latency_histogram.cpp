@@ -1,0 +1,78 @@
+#include "histogram/latency_histogram.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace funclatency {
+
+void LatencyHistogram::record(uint64_t duration_ns) {
+  uint32_t bucket = fl_bucket_of(duration_ns / unit_ns_);
+  buckets_[std::min(bucket, kNumBuckets - 1)]++;
+  count_++;
+  sum_ns_ += duration_ns;
+  min_ns_ = std::min(min_ns_, duration_ns);
+  max_ns_ = std::max(max_ns_, duration_ns);
+}
+
+void LatencyHistogram::add_counts(std::span<const uint64_t, kNumBuckets> buckets, uint64_t count,
+                                  uint64_t sum_ns, uint64_t min_ns, uint64_t max_ns) {
+  if (count == 0) return;
+  for (uint32_t i = 0; i < kNumBuckets; i++) buckets_[i] += buckets[i];
+  count_ += count;
+  sum_ns_ += sum_ns;
+  if (min_ns != 0) min_ns_ = std::min(min_ns_, min_ns);
+  max_ns_ = std::max(max_ns_, max_ns);
+}
+
+void LatencyHistogram::merge(const LatencyHistogram& other) {
+  add_counts(other.buckets_, other.count_, other.sum_ns_, other.count_ ? other.min_ns_ : 0,
+             other.max_ns_);
+}
+
+void LatencyHistogram::clear() { *this = LatencyHistogram(unit_ns_); }
+
+uint64_t LatencyHistogram::percentile_ns(double q) const {
+  if (count_ == 0) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  // Rank of the wanted call, 1-based, as "the smallest value with at least
+  // q of the calls at or below it".
+  uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * count_)));
+  uint64_t seen = 0;
+  for (uint32_t i = 0; i < kNumBuckets; i++) {
+    seen += buckets_[i];
+    if (seen < rank) continue;
+    uint64_t low_unit = fl_bucket_low(i);
+    uint64_t high_unit_excl = i + 1 < kNumBuckets ? fl_bucket_low(i + 1) : low_unit * 2;
+    // The bucket covers durations [low_unit, high_unit_excl) * unit_ns.
+    uint64_t mid_ns = (low_unit + high_unit_excl) * unit_ns_ / 2;
+    return std::clamp(mid_ns, min_ns(), max_ns_);
+  }
+  return max_ns_;
+}
+
+std::array<uint64_t, FL_LOG2_ROWS> LatencyHistogram::log2_counts() const {
+  std::array<uint64_t, FL_LOG2_ROWS> rows{};
+  for (uint32_t i = 0; i < kNumBuckets; i++) {
+    if (buckets_[i]) rows[fl_row_of_bucket(i)] += buckets_[i];
+  }
+  return rows;
+}
+
+std::vector<Log2Row> LatencyHistogram::log2_rows() const {
+  auto counts = log2_counts();
+  int first = -1, last = -1;
+  for (int r = 0; r < FL_LOG2_ROWS; r++) {
+    if (!counts[r]) continue;
+    if (first < 0) first = r;
+    last = r;
+  }
+  std::vector<Log2Row> rows;
+  if (first < 0) return rows;
+  for (int r = first; r <= last; r++) {
+    auto row = static_cast<uint32_t>(r);
+    rows.push_back(Log2Row{row, log2_row_low(row), log2_row_high(row), counts[r]});
+  }
+  return rows;
+}
+
+}  // namespace funclatency

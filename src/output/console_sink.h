@@ -1,0 +1,36 @@
+// The classic funclatency console output: per function a header, the log2
+// histogram in the display unit, and a summary line with percentiles.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "output/sink.h"
+
+namespace funclatency {
+
+struct ConsoleOptions {
+  std::string unit_name = "usec";  // "usec", "msec" or "nsec"
+  bool timestamp = false;          // -T: a time line before each interval
+  bool print_total = false;        // a totals section at exit (when there were intervals)
+};
+
+class ConsoleSink : public Sink {
+ public:
+  ConsoleSink(std::FILE* out, ConsoleOptions options) : out_(out), options_(std::move(options)) {}
+  void write(const Report& report) override;
+  bool broken() const override { return broken_; }
+
+ private:
+  std::FILE* out_;
+  ConsoleOptions options_;
+  bool broken_ = false;
+};
+
+// Pure formatting, for tests and for the sink.
+std::string format_histogram(const LatencyHistogram& histogram, const std::string& unit_name);
+std::string format_summary(const LatencyHistogram& histogram, const LostCounts& lost);
+std::string format_duration(uint64_t ns);
+std::string format_report(const Report& report, const ConsoleOptions& options);
+
+}  // namespace funclatency

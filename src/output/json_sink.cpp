@@ -1,0 +1,60 @@
+#include "output/json_sink.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+namespace funclatency {
+
+std::string format_rfc3339(std::chrono::system_clock::time_point time) {
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch());
+  auto seconds = std::chrono::floor<std::chrono::seconds>(micros);
+  auto utc = fmt::gmtime(static_cast<std::time_t>(seconds.count()));
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z", utc, (micros - seconds).count());
+}
+
+nlohmann::json function_to_json(const Report& report, const FunctionReport& function) {
+  bool total = report.kind == Report::Kind::kTotal;
+  const LatencyHistogram& h = total ? function.total : function.interval;
+  const LostCounts& lost = total ? function.total_lost : function.interval_lost;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : h.log2_rows()) {
+    if (row.count == 0) continue;
+    // high_ns is the last nanosecond that still falls in the row.
+    rows.push_back({row.low_unit * h.unit_ns(), (row.high_unit + 1) * h.unit_ns() - 1, row.count});
+  }
+  nlohmann::json record = {
+      {"type", total ? "total" : "interval"},
+      {"time", format_rfc3339(report.time)},
+      {"symbol", function.symbol},
+      {"binary", function.binary},
+      {"mode", function.mode},
+      {"count", h.count()},
+      {"sum_ns", h.sum_ns()},
+      {"min_ns", h.min_ns()},
+      {"max_ns", h.max_ns()},
+      {"p50_ns", h.percentile_ns(0.50)},
+      {"p95_ns", h.percentile_ns(0.95)},
+      {"p99_ns", h.percentile_ns(0.99)},
+      {"lost", lost.total()},
+      {"lost_unreturned", lost.unreturned},
+      {"lost_depth", lost.depth},
+      {"lost_ringbuf", lost.ringbuf},
+      {"log2_buckets", rows},
+  };
+  if (function.pid) record["pid"] = function.pid;
+  return record;
+}
+
+void JsonSink::write(const Report& report) {
+  if (broken_) return;
+  std::string text;
+  for (const auto& function : report.functions) {
+    text += function_to_json(report, function).dump();
+    text += '\n';
+  }
+  if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0) {
+    broken_ = true;
+  }
+}
+
+}  // namespace funclatency

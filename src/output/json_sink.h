@@ -1,0 +1,29 @@
+// One JSON object per line per function: "interval" records as they happen
+// and a "total" record per function at exit.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "output/sink.h"
+
+namespace funclatency {
+
+class JsonSink : public Sink {
+ public:
+  explicit JsonSink(std::FILE* out) : out_(out) {}
+  void write(const Report& report) override;
+  bool broken() const override { return broken_; }
+
+ private:
+  std::FILE* out_;
+  bool broken_ = false;
+};
+
+// Pure conversion, for tests and for the sink.
+nlohmann::json function_to_json(const Report& report, const FunctionReport& function);
+std::string format_rfc3339(std::chrono::system_clock::time_point time);
+
+}  // namespace funclatency

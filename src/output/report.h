@@ -1,0 +1,49 @@
+// What the collector hands the sinks at the end of each interval and at exit.
+// Plain values: a sink may keep copies, nothing points back into the collector.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "histogram/latency_histogram.h"
+
+namespace funclatency {
+
+struct LostCounts {
+  uint64_t unreturned = 0;  // left by exception, longjmp, or the return probe limit
+  uint64_t depth = 0;       // nested deeper than the shadow stack holds
+  uint64_t ringbuf = 0;     // completed, but the ring buffer was full
+  uint64_t total() const { return unreturned + depth + ringbuf; }
+  LostCounts& operator+=(const LostCounts& o) {
+    unreturned += o.unreturned;
+    depth += o.depth;
+    ringbuf += o.ringbuf;
+    return *this;
+  }
+};
+
+// One traced function (or, with --merge, one group of functions).
+struct FunctionReport {
+  std::string symbol;  // as the user reads it (demangled)
+  std::string binary;  // absolute path
+  int pid = 0;         // the traced process with -p, else 0
+  std::string mode;    // "events" or "kernel": how this interval was aggregated
+  LatencyHistogram interval;
+  LatencyHistogram total;  // since the run started
+  LostCounts interval_lost;
+  LostCounts total_lost;
+};
+
+struct Report {
+  enum class Kind { kInterval, kTotal };
+  Kind kind = Kind::kInterval;
+  std::chrono::system_clock::time_point run_start;
+  std::chrono::system_clock::time_point interval_start;
+  std::chrono::system_clock::time_point time;  // end of the interval
+  std::vector<FunctionReport> functions;
+  uint64_t ringbuf_dropped_total = 0;  // sum of LostCounts::ringbuf over functions
+};
+
+}  // namespace funclatency

@@ -1,0 +1,67 @@
+#include "probe/bpf_object.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+
+extern "C" {
+#include "bpf/funclatency.h"
+}
+#include "funclatency_bpf.skel.h"
+
+namespace funclatency {
+
+Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
+  funclatency_bpf* skeleton = funclatency_bpf::open();
+  if (!skeleton) return runtime_error("open BPF object", errno);
+  auto fail = [&](std::string what, long code) -> std::unexpected<Error> {
+    int err = errno_from(code);
+    funclatency_bpf::destroy(skeleton);
+    if (err == EPERM || err == EACCES) {
+      return bad_input(std::move(what), "run as root, or grant CAP_BPF and CAP_PERFMON", err);
+    }
+    return runtime_error(std::move(what), err);
+  };
+  skeleton->rodata->unit_ns = options.unit_ns;
+  skeleton->rodata->filter_tgid = options.filter_tgid;
+  uint32_t entries = options.num_functions ? options.num_functions : 1;
+  for (bpf_map* map : {skeleton->maps.fn_stats, skeleton->maps.fn_lost, skeleton->maps.fn_config}) {
+    if (int rc = bpf_map__set_max_entries(map, entries); rc < 0) {
+      return fail(fmt::format("size BPF map {}", bpf_map__name(map)), rc);
+    }
+  }
+  if (int rc = bpf_map__set_max_entries(skeleton->maps.events, options.ringbuf_bytes); rc < 0) {
+    return fail("size the BPF ring buffer", rc);
+  }
+  if (int rc = funclatency_bpf::load(skeleton); rc < 0) return fail("load BPF programs", rc);
+
+  auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));
+  if (options.initial_mode != 0) {
+    for (uint32_t id = 0; id < entries; id++) {
+      if (auto set = object->set_mode(id, options.initial_mode); !set) {
+        return std::unexpected(set.error());
+      }
+    }
+  }
+  return object;
+}
+
+BpfObject::~BpfObject() { funclatency_bpf::destroy(skeleton_); }
+
+bpf_program* BpfObject::entry_program() const { return skeleton_->progs.fl_entry; }
+bpf_program* BpfObject::return_program() const { return skeleton_->progs.fl_return; }
+int BpfObject::fn_stats_fd() const { return bpf_map__fd(skeleton_->maps.fn_stats); }
+int BpfObject::fn_lost_fd() const { return bpf_map__fd(skeleton_->maps.fn_lost); }
+int BpfObject::fn_config_fd() const { return bpf_map__fd(skeleton_->maps.fn_config); }
+int BpfObject::events_fd() const { return bpf_map__fd(skeleton_->maps.events); }
+
+Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {
+  fl_fn_config config{};
+  config.mode = mode;
+  if (bpf_map_update_elem(fn_config_fd(), &fn_id, &config, BPF_ANY) < 0) {
+    return runtime_error(fmt::format("set aggregation mode of function {}", fn_id), errno);
+  }
+  return {};
+}
+
+}  // namespace funclatency

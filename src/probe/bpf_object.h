@@ -1,0 +1,50 @@
+// The loaded BPF object: open -> set read-only config -> size maps -> load.
+// Owns the skeleton; destroying it detaches nothing by itself (links do).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "common/error.h"
+
+struct funclatency_bpf;
+struct bpf_program;
+
+namespace funclatency {
+
+struct LoadOptions {
+  uint64_t unit_ns = 1000;       // display unit the kernel buckets in
+  uint32_t filter_tgid = 0;      // 0: every process
+  uint32_t num_functions = 1;    // sizes the per-function maps
+  uint32_t ringbuf_bytes = 8u << 20;
+  uint32_t initial_mode = 0;     // enum fl_mode for every function
+};
+
+class BpfObject {
+ public:
+  static Result<std::unique_ptr<BpfObject>> load(const LoadOptions& options);
+  ~BpfObject();
+  BpfObject(const BpfObject&) = delete;
+  BpfObject& operator=(const BpfObject&) = delete;
+
+  bpf_program* entry_program() const;
+  bpf_program* return_program() const;
+  int fn_stats_fd() const;
+  int fn_lost_fd() const;
+  int fn_config_fd() const;
+  int events_fd() const;
+  uint32_t num_functions() const { return options_.num_functions; }
+  const LoadOptions& options() const { return options_; }
+
+  // Switches how a function's completed calls are aggregated from its next
+  // return on; a single array write, so no call is lost or counted twice.
+  Result<void> set_mode(uint32_t fn_id, uint32_t mode);
+
+ private:
+  BpfObject(funclatency_bpf* skeleton, LoadOptions options)
+      : skeleton_(skeleton), options_(options) {}
+  funclatency_bpf* skeleton_;
+  LoadOptions options_;
+};
+
+}  // namespace funclatency

@@ -1,0 +1,287 @@
+#include "symbols/elf_file.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace funclatency {
+
+struct ElfFile::Image {
+  // libelf may convert data in place, so the bytes are writable and private:
+  // either a copy-on-write mapping of the file or an owned copy.
+  uint8_t* data = nullptr;
+  size_t size = 0;
+  bool mapped = false;
+  std::vector<uint8_t> owned;
+
+  Image() = default;
+  Image(const Image&) = delete;
+  Image& operator=(const Image&) = delete;
+  ~Image() {
+    if (mapped) munmap(data, size);
+  }
+};
+
+namespace {
+
+struct FileDescriptor {
+  int fd = -1;
+  explicit FileDescriptor(int value) : fd(value) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+struct ElfHandleCloser {
+  void operator()(Elf* elf) const { elf_end(elf); }
+};
+using ElfHandle = std::unique_ptr<Elf, ElfHandleCloser>;
+
+std::string libelf_message() {
+  const char* text = elf_errmsg(-1);
+  return text != nullptr ? text : "unknown libelf error";
+}
+
+std::string to_hex(const uint8_t* bytes, size_t count) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string hex;
+  hex.reserve(count * 2);
+  for (size_t i = 0; i < count; ++i) {
+    hex += kDigits[bytes[i] >> 4];
+    hex += kDigits[bytes[i] & 0xf];
+  }
+  return hex;
+}
+
+std::optional<std::string> build_id_from_notes(Elf_Data* data) {
+  size_t offset = 0;
+  GElf_Nhdr header;
+  size_t name_offset = 0;
+  size_t desc_offset = 0;
+  while (offset < data->d_size) {
+    const size_t next = gelf_getnote(data, offset, &header, &name_offset, &desc_offset);
+    if (next == 0 || next <= offset) break;
+    const auto* bytes = static_cast<const uint8_t*>(data->d_buf);
+    if (header.n_type == NT_GNU_BUILD_ID && header.n_namesz == 4 &&
+        std::memcmp(bytes + name_offset, "GNU", 4) == 0 && header.n_descsz > 0 &&
+        desc_offset + header.n_descsz <= data->d_size) {
+      return to_hex(bytes + desc_offset, header.n_descsz);
+    }
+    offset = next;
+  }
+  return std::nullopt;
+}
+
+// .gnu_debuglink: a NUL-terminated file name, padding to 4 bytes, then a
+// little-endian CRC-32 of the debug file.
+std::optional<DebugLink> parse_debug_link(Elf_Data* data) {
+  const auto* bytes = static_cast<const char*>(data->d_buf);
+  const size_t size = data->d_size;
+  const size_t name_length = strnlen(bytes, size);
+  if (name_length == 0 || name_length == size) return std::nullopt;
+  const size_t crc_offset = (name_length + 1 + 3) & ~size_t{3};
+  if (crc_offset + 4 > size) return std::nullopt;
+  DebugLink link;
+  link.file_name.assign(bytes, name_length);
+  if (link.file_name.find('/') != std::string::npos) return std::nullopt;
+  uint32_t crc = 0;
+  std::memcpy(&crc, bytes + crc_offset, sizeof crc);
+  link.crc = crc;
+  return link;
+}
+
+}  // namespace
+
+Result<ElfFile> ElfFile::open(const std::string& path) {
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.fd < 0) {
+    const int err = errno;
+    return bad_input("cannot open " + path, {}, err);
+  }
+  struct stat status;
+  if (fstat(file.fd, &status) != 0) {
+    const int err = errno;
+    return bad_input("cannot read " + path, {}, err);
+  }
+  if (!S_ISREG(status.st_mode)) return bad_input(path + " is not a regular file");
+  if (status.st_size == 0) return bad_input(path + " is not an ELF file (it is empty)");
+  auto image = std::make_shared<Image>();
+  void* mapping = mmap(nullptr, static_cast<size_t>(status.st_size), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE, file.fd, 0);
+  if (mapping == MAP_FAILED) {
+    const int err = errno;
+    return bad_input("cannot map " + path, {}, err);
+  }
+  image->data = static_cast<uint8_t*>(mapping);
+  image->size = static_cast<size_t>(status.st_size);
+  image->mapped = true;
+
+  ElfFile elf_file;
+  elf_file.path_ = path;
+  elf_file.image_ = std::move(image);
+  if (auto loaded = elf_file.load(path.c_str()); !loaded) return std::unexpected(loaded.error());
+  return elf_file;
+}
+
+Result<ElfFile> ElfFile::parse(std::span<const uint8_t> bytes, std::string name) {
+  auto image = std::make_shared<Image>();
+  image->owned.assign(bytes.begin(), bytes.end());
+  image->data = image->owned.data();
+  image->size = image->owned.size();
+  ElfFile elf_file;
+  elf_file.path_ = std::move(name);
+  elf_file.image_ = std::move(image);
+  if (elf_file.image_->size == 0) {
+    return bad_input(elf_file.path_ + " is not an ELF file (it is empty)");
+  }
+  if (auto loaded = elf_file.load(elf_file.path_.c_str()); !loaded) {
+    return std::unexpected(loaded.error());
+  }
+  return elf_file;
+}
+
+Result<void> ElfFile::load(const char* what) {
+  const std::string name(what);
+  if (elf_version(EV_CURRENT) == EV_NONE) {
+    return runtime_error("initialise libelf: " + libelf_message());
+  }
+  ElfHandle elf(elf_memory(reinterpret_cast<char*>(image_->data), image_->size));
+  if (!elf) return bad_input(name + " is not an ELF file: " + libelf_message());
+  if (elf_kind(elf.get()) != ELF_K_ELF) return bad_input(name + " is not an ELF file");
+  GElf_Ehdr header;
+  if (gelf_getehdr(elf.get(), &header) == nullptr) {
+    return bad_input(name + " is a malformed ELF file (header): " + libelf_message());
+  }
+  if (header.e_type != ET_EXEC && header.e_type != ET_DYN) {
+    return bad_input(name + " is not an executable or shared library (ELF type " +
+                     std::to_string(header.e_type) + ")");
+  }
+
+  size_t program_header_count = 0;
+  if (elf_getphdrnum(elf.get(), &program_header_count) != 0) {
+    return bad_input(name + " is a malformed ELF file (program headers): " + libelf_message());
+  }
+  for (size_t i = 0; i < program_header_count; ++i) {
+    GElf_Phdr program_header;
+    if (gelf_getphdr(elf.get(), static_cast<int>(i), &program_header) == nullptr) {
+      return bad_input(name + " is a malformed ELF file (program header " + std::to_string(i) +
+                       "): " + libelf_message());
+    }
+    if (program_header.p_type != PT_LOAD) continue;
+    segments_.push_back(LoadSegment{.address = program_header.p_vaddr,
+                                    .file_offset = program_header.p_offset,
+                                    .file_size = program_header.p_filesz,
+                                    .memory_size = program_header.p_memsz,
+                                    .executable = (program_header.p_flags & PF_X) != 0});
+  }
+
+  size_t section_names_index = 0;
+  if (elf_getshdrstrndx(elf.get(), &section_names_index) != 0) {
+    return bad_input(name + " is a malformed ELF file (section names): " + libelf_message());
+  }
+  const size_t symbol_entry_size = gelf_fsize(elf.get(), ELF_T_SYM, 1, EV_CURRENT);
+  if (symbol_entry_size == 0) return bad_input(name + " is a malformed ELF file (ELF class)");
+
+  for (Elf_Scn* section = elf_nextscn(elf.get(), nullptr); section != nullptr;
+       section = elf_nextscn(elf.get(), section)) {
+    GElf_Shdr section_header;
+    if (gelf_getshdr(section, &section_header) == nullptr) {
+      return bad_input(name + " is a malformed ELF file (section header): " + libelf_message());
+    }
+    if (section_header.sh_type == SHT_NOBITS) continue;
+    const char* section_name = elf_strptr(elf.get(), section_names_index, section_header.sh_name);
+    const bool is_symbol_table =
+        section_header.sh_type == SHT_SYMTAB || section_header.sh_type == SHT_DYNSYM;
+    const bool is_note = section_header.sh_type == SHT_NOTE;
+    const bool is_debug_link =
+        section_name != nullptr && std::strcmp(section_name, ".gnu_debuglink") == 0;
+    if (!is_symbol_table && !is_note && !is_debug_link) continue;
+
+    Elf_Data* data = elf_getdata(section, nullptr);
+    if (data == nullptr || data->d_buf == nullptr || data->d_size == 0) continue;
+    if (is_note) {
+      if (!build_id_) build_id_ = build_id_from_notes(data);
+      continue;
+    }
+    if (is_debug_link) {
+      debug_link_ = parse_debug_link(data);
+      continue;
+    }
+    const bool dynamic = section_header.sh_type == SHT_DYNSYM;
+    if (!dynamic) has_symtab_ = true;
+    const size_t count = data->d_size / symbol_entry_size;
+    for (size_t i = 0; i < count; ++i) {
+      GElf_Sym symbol;
+      if (gelf_getsym(data, static_cast<int>(i), &symbol) == nullptr) break;
+      const int type = GELF_ST_TYPE(symbol.st_info);
+      if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+      if (symbol.st_shndx == SHN_UNDEF) continue;
+      const char* symbol_name =
+          elf_strptr(elf.get(), section_header.sh_link, static_cast<size_t>(symbol.st_name));
+      if (symbol_name == nullptr || *symbol_name == '\0') continue;
+      symbols_.push_back(ElfSymbol{.name = symbol_name,
+                                   .address = symbol.st_value,
+                                   .size = symbol.st_size,
+                                   .binding = static_cast<uint8_t>(GELF_ST_BIND(symbol.st_info)),
+                                   .ifunc = type == STT_GNU_IFUNC,
+                                   .dynamic = dynamic});
+    }
+  }
+  return {};
+}
+
+std::optional<uint64_t> ElfFile::file_offset(uint64_t address) const {
+  for (const LoadSegment& segment : segments_) {
+    if (address >= segment.address && address - segment.address < segment.file_size) {
+      return segment.file_offset + (address - segment.address);
+    }
+  }
+  return std::nullopt;
+}
+
+bool ElfFile::in_executable_segment(uint64_t address, uint64_t size) const {
+  for (const LoadSegment& segment : segments_) {
+    if (!segment.executable || address < segment.address) continue;
+    const uint64_t start = address - segment.address;
+    if (start < segment.file_size && size <= segment.file_size - start) return true;
+  }
+  return false;
+}
+
+std::span<const uint8_t> ElfFile::bytes_at(uint64_t offset, size_t count) const {
+  if (!image_ || offset >= image_->size) return {};
+  const size_t available = static_cast<size_t>(image_->size - offset);
+  return {image_->data + offset, std::min(count, available)};
+}
+
+uint32_t ElfFile::crc32() const {
+  if (!image_) return 0;
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  size_t done = 0;
+  while (done < image_->size) {
+    // zlib takes a uInt length: feed large files in pieces.
+    const size_t piece = std::min<size_t>(image_->size - done, 1u << 30);
+    crc = ::crc32(crc, image_->data + done, static_cast<uInt>(piece));
+    done += piece;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+bool starts_with_endbr64(std::span<const uint8_t> code) {
+  static constexpr uint8_t kEndbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
+  return code.size() >= sizeof kEndbr64 && std::equal(std::begin(kEndbr64), std::end(kEndbr64),
+                                                      code.begin());
+}
+
+}  // namespace funclatency

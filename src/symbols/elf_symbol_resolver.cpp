@@ -1,0 +1,230 @@
+#include "symbols/elf_symbol_resolver.h"
+
+#include <elf.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "symbols/binary_locator.h"
+#include "symbols/debug_file.h"
+#include "symbols/demangle.h"
+#include "symbols/elf_file.h"
+#include "symbols/name_matcher.h"
+
+namespace funclatency {
+
+struct ElfSymbolResolver::SymbolTable {
+  struct Function {
+    std::string raw;
+    std::string demangled;
+    std::string unqualified;
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint8_t binding = STB_GLOBAL;
+    bool ifunc = false;
+
+    SymbolNames names() const { return {raw, demangled, unqualified}; }
+  };
+
+  explicit SymbolTable(ElfFile file) : binary(std::move(file)) {}
+
+  ElfFile binary;           // code bytes and file offsets come from here
+  std::string symbol_file;  // the binary, or its debug file
+  std::vector<Function> functions;
+};
+
+namespace {
+
+using Function = ElfSymbolResolver::SymbolTable::Function;
+
+// Which of several names for one address users should read: global before
+// local, no leading underscore, strong before weak, then the shorter.
+auto display_rank(const Function& function) {
+  return std::make_tuple(function.binding == STB_LOCAL, function.raw.starts_with('_'),
+                         function.binding == STB_WEAK, function.raw.size(),
+                         std::string_view(function.raw));
+}
+
+// Why a function cannot carry an entry and a return probe, or "" if it can.
+std::string refusal_reason(const Function& function, const ElfFile& binary) {
+  if (function.raw.find(".cold") != std::string::npos) {
+    return "is a cold fragment of another function (entered by a jump, not a call)";
+  }
+  if (function.size == 0) return "has size 0 in the symbol table";
+  if (!binary.in_executable_segment(function.address, function.size)) {
+    return "is outside the executable code of " + binary.path();
+  }
+  return {};
+}
+
+std::string hex(uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+std::string did_you_mean(const std::vector<std::string>& names) {
+  if (names.empty()) return {};
+  std::string hint = "did you mean: ";
+  for (size_t i = 0; i < names.size(); ++i) hint += (i ? ", " : "") + names[i];
+  return hint + "?";
+}
+
+}  // namespace
+
+ElfSymbolResolver::ElfSymbolResolver(SearchPaths paths) : paths_(std::move(paths)) {}
+ElfSymbolResolver::~ElfSymbolResolver() = default;
+
+Result<std::shared_ptr<const ElfSymbolResolver::SymbolTable>> ElfSymbolResolver::symbols_of(
+    const std::string& path) {
+  if (auto cached = tables_.find(path); cached != tables_.end()) return cached->second;
+  auto binary = ElfFile::open(path);
+  if (!binary) return std::unexpected(binary.error());
+  auto table = std::make_shared<SymbolTable>(std::move(*binary));
+  table->symbol_file = path;
+  const ElfFile& file = table->binary;
+
+  std::vector<ElfSymbol> symbols = file.symbols();
+  if (!file.has_symtab()) {
+    if (auto debug = find_debug_file(file, paths_)) {
+      table->symbol_file = debug->path();
+      symbols.insert(symbols.end(), debug->symbols().begin(), debug->symbols().end());
+    }
+  }
+  // .symtab and .dynsym (and the debug file) repeat most symbols.
+  std::set<std::pair<std::string_view, uint64_t>> seen;
+  table->functions.reserve(symbols.size());
+  for (const ElfSymbol& symbol : symbols) {
+    if (!seen.emplace(symbol.name, symbol.address).second) continue;
+    Function function;
+    function.raw = symbol.name;
+    function.demangled = demangle(symbol.name);
+    function.unqualified =
+        function.demangled == function.raw ? function.raw : without_parameters(function.demangled);
+    function.address = symbol.address;
+    function.size = symbol.size;
+    function.binding = symbol.binding;
+    function.ifunc = symbol.ifunc;
+    table->functions.push_back(std::move(function));
+  }
+  tables_.emplace(path, table);
+  return table;
+}
+
+Result<std::vector<ProbeSite>> ElfSymbolResolver::resolve(const TargetSpec& spec,
+                                                          const ResolveOptions& options) {
+  auto resolution = resolve_detailed(spec, options);
+  if (!resolution) return std::unexpected(resolution.error());
+  return std::move(resolution->sites);
+}
+
+Result<Resolution> ElfSymbolResolver::resolve_detailed(const TargetSpec& spec,
+                                                       const ResolveOptions& options) {
+  auto path = locate_binary(spec.binary, options.pid, paths_);
+  if (!path) return std::unexpected(path.error());
+  return resolve_in_file(*path, spec, options);
+}
+
+Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
+                                                      const TargetSpec& spec,
+                                                      const ResolveOptions& options) {
+  auto matcher = NameMatcher::create(spec.function, spec.regex);
+  if (!matcher) return std::unexpected(matcher.error());
+  auto table_result = symbols_of(path);
+  if (!table_result) return std::unexpected(table_result.error());
+  const SymbolTable& table = **table_result;
+
+  // Matching names, grouped by address: aliases are one function.
+  std::map<uint64_t, std::vector<const Function*>> by_address;
+  for (const Function& function : table.functions) {
+    if (matcher->matches(function.names())) by_address[function.address].push_back(&function);
+  }
+  if (by_address.empty()) {
+    std::set<std::string> unique_names;
+    for (const Function& function : table.functions) unique_names.insert(function.unqualified);
+    const std::vector<std::string> candidates(unique_names.begin(), unique_names.end());
+    std::string hint = did_you_mean(close_names(matcher->text(), candidates));
+    if (table.functions.empty()) {
+      hint = "it has no function symbols: stripped, and no debug file found";
+    }
+    return bad_input("no " + matcher->describe() + " in " + path, hint);
+  }
+
+  Resolution resolution;
+  resolution.binary = path;
+  resolution.symbol_file = table.symbol_file;
+  for (const auto& [address, aliases] : by_address) {
+    const Function& shown = **std::min_element(
+        aliases.begin(), aliases.end(),
+        [](const Function* a, const Function* b) { return display_rank(*a) < display_rank(*b); });
+    uint64_t size = 0;
+    for (const Function* alias : aliases) size = std::max(size, alias->size);
+    Function extent = shown;
+    extent.size = size;
+    if (std::string reason = refusal_reason(extent, table.binary); !reason.empty()) {
+      resolution.refused.push_back(
+          RefusedFunction{path, shown.demangled, address, size, std::move(reason)});
+      continue;
+    }
+    ProbeSite site;
+    site.binary = path;
+    site.symbol = shown.demangled;
+    site.raw_symbol = shown.raw;
+    site.address = address;
+    site.size = size;
+    site.file_offset = *table.binary.file_offset(address);
+    site.entry_skip = starts_with_endbr64(table.binary.bytes_at(site.file_offset, 4)) ? 4 : 0;
+    resolution.sites.push_back(std::move(site));
+  }
+
+  if (resolution.sites.empty()) {
+    const RefusedFunction& first = resolution.refused.front();
+    if (matcher->is_exact()) {
+      return bad_input("function \"" + first.symbol + "\" in " + path +
+                       " cannot be probed: it " + first.reason);
+    }
+    return bad_input(matcher->describe() + " in " + path + " matches only functions that cannot be probed",
+                     "e.g. \"" + first.symbol + "\" " + first.reason);
+  }
+  if (resolution.sites.size() > options.max_matches) {
+    return bad_input(matcher->describe() + " matches " + std::to_string(resolution.sites.size()) +
+                         " functions in " + path + ", more than the limit of " +
+                         std::to_string(options.max_matches),
+                     "narrow the pattern, or raise the limit with --max-functions N");
+  }
+
+  // Distinct functions that share a name (static functions of several files,
+  // or one C++ name's overloads demangled alike) need distinct names.
+  std::map<std::string, int> name_counts;
+  for (const ProbeSite& site : resolution.sites) ++name_counts[site.symbol];
+  for (ProbeSite& site : resolution.sites) {
+    if (name_counts[site.symbol] > 1) site.symbol += " @" + hex(site.address);
+  }
+  return resolution;
+}
+
+Result<std::vector<ListedFunction>> list_functions(ElfSymbolResolver& resolver,
+                                                   std::span<const TargetSpec> specs,
+                                                   const ResolveOptions& options) {
+  ResolveOptions unlimited = options;
+  unlimited.max_matches = std::numeric_limits<size_t>::max();
+  std::vector<ListedFunction> listed;
+  for (const TargetSpec& spec : specs) {
+    auto resolution = resolver.resolve_detailed(spec, unlimited);
+    if (!resolution) return std::unexpected(resolution.error());
+    for (const ProbeSite& site : resolution->sites) {
+      listed.push_back(ListedFunction{site.symbol, site.raw_symbol, site.binary, site.address,
+                                      site.size, site.file_offset, site.entry_skip, {}});
+    }
+    for (const RefusedFunction& refused : resolution->refused) {
+      listed.push_back(ListedFunction{refused.symbol, refused.symbol, refused.binary,
+                                      refused.address, refused.size, 0, 0, refused.reason});
+    }
+  }
+  return listed;
+}
+
+}  // namespace funclatency
