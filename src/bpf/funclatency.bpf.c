@@ -100,11 +100,17 @@ int BPF_KPROBE(fl_entry) {
   if (depth > FL_MAX_DEPTH) depth = 0; /* cannot happen; bounds the verifier */
   if (depth > 0) {
     struct fl_frame *top = &stack->frames[depth - 1];
-    /* Same function at the same stack pointer: a jump back to the probed
-     * instruction (a self tail call compiled as a loop), not a new call. */
     if (top->sp == sp && top->fn_id == fn_id) {
-      stack->depth = depth;
-      return 0;
+      struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+      if (config && (config->flags & FL_FN_JUMPS_TO_ENTRY)) {
+        /* The function jumped back to its probed instruction: same call. */
+        stack->depth = depth;
+        return 0;
+      }
+      /* A new call where the last one stood: that one was left without
+       * reaching an exit probe (an exception, longjmp). */
+      count_lost(fn_id, LOST_UNRETURNED);
+      depth--;
     }
   }
   if (depth >= FL_MAX_DEPTH) {
@@ -164,15 +170,13 @@ static __always_inline void record_as_event(__u32 fn_id, __u64 duration_ns) {
   bpf_ringbuf_submit(event, pending > FL_WAKEUP_THRESHOLD ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
-SEC("uretprobe")
-int BPF_KRETPROBE(fl_return) {
-  __u64 now = bpf_ktime_get_ns();
-  if (filtered_out()) return 0;
+/* Pops the frame of the call that entered at `entry_sp` and records its
+ * duration. Frames deeper than it never returned and are counted lost. */
+static __always_inline int complete_call(struct pt_regs *ctx, __u64 entry_sp, __u64 now) {
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
   struct fl_shadow_stack *stack =
       bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
   if (!stack) return 0;
-  __u64 entry_sp = PT_REGS_SP(ctx) - 8;
   __u32 depth = unwind_below(stack, stack->depth, entry_sp);
   if (depth == 0 || depth > FL_MAX_DEPTH) {
     stack->depth = depth > FL_MAX_DEPTH ? 0 : depth;
@@ -194,4 +198,23 @@ int BPF_KRETPROBE(fl_return) {
   else
     record_as_event(fn_id, duration_ns);
   return 0;
+}
+
+/* Return probe: runs after `ret`, so the return address was popped. */
+SEC("uretprobe")
+int BPF_KRETPROBE(fl_return) {
+  __u64 now = bpf_ktime_get_ns();
+  if (filtered_out()) return 0;
+  return complete_call(ctx, PT_REGS_SP(ctx) - 8, now);
+}
+
+/* Probe on a `ret` instruction of the function: runs before it, with the
+ * return address still at [sp]. Used where a return probe would break C++
+ * unwinding (it replaces the return address with a trampoline the unwinder
+ * has no frame info for). */
+SEC("uprobe")
+int BPF_KPROBE(fl_exit) {
+  __u64 now = bpf_ktime_get_ns();
+  if (filtered_out()) return 0;
+  return complete_call(ctx, PT_REGS_SP(ctx), now);
 }

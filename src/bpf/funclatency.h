@@ -72,10 +72,15 @@ struct fl_shadow_stack {
   struct fl_frame frames[FL_MAX_DEPTH];
 };
 
+/* The function's own code jumps to the probed entry instruction (a self
+ * tail call compiled as a loop): an entry at the stack pointer of the
+ * function's live frame is that jump, not a new call. */
+#define FL_FN_JUMPS_TO_ENTRY 1u
+
 /* Per-function settings user space may change while tracing. */
 struct fl_fn_config {
-  __u32 mode; /* enum fl_mode */
-  __u32 reserved;
+  __u32 mode;  /* enum fl_mode */
+  __u32 flags; /* FL_FN_* */
 };
 
 /* floor(log2(v)) for v > 0, branch by branch: clang 14's BPF backend

@@ -33,6 +33,13 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                  "auto mode: calls/s above which a function is aggregated in the kernel")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--exit-probes", v.exit_probes,
+                 "How a call's end is seen: uretprobe (fast; a C++ exception unwinding\n"
+                 "through it terminates the process), ret (a probe on each ret instruction:\n"
+                 "exception-safe, ~10 us a call), auto (ret where the binary has C++\n"
+                 "exception tables)")
+      ->check(CLI::IsMember({"auto", "uretprobe", "ret"}))
+      ->capture_default_str();
   app.add_flag("--json", v.json, "One JSON object per function per interval, and totals at exit");
   app.add_flag("-v,--verbose", v.verbose, "Say where probes go and every mode switch");
   app.add_flag("-l,--list", v.list, "List the functions the TARGETs match, and exit");
@@ -70,6 +77,10 @@ Result<Config> finish_config(const CommandLine& v) {
     config.mode = ModeChoice::kEvents;
   else if (v.mode == "kernel")
     config.mode = ModeChoice::kKernel;
+  if (v.exit_probes == "uretprobe")
+    config.exit_probes = ExitProbeChoice::kReturnProbe;
+  else if (v.exit_probes == "ret")
+    config.exit_probes = ExitProbeChoice::kRetInstructions;
   for (const auto& target : config.targets) {
     if (target.find(':') == std::string::npos) {
       return bad_input("TARGET \"" + target + "\" has no ':'",

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collect/trace_session.h"
+#include "probe/probe_plan.h"
 
 namespace CLI {
 class App;
@@ -31,6 +32,7 @@ struct Config {
   size_t max_functions = 5000;
   ModeChoice mode = ModeChoice::kAuto;
   double auto_threshold = 10000;
+  ExitProbeChoice exit_probes = ExitProbeChoice::kAuto;
 };
 
 // Raw values CLI11 fills; turned into a Config by finish_config.
@@ -40,11 +42,11 @@ struct CommandLine {
   double interval_s = 0;
   double duration_s = 0;
   bool usec = false, msec = false, nsec = false;
-  bool timestamp = false, json = false, verbose = false, list = false, regex = false,
-       merge = false;
+  bool timestamp = false, json = false, verbose = false, list = false, regex = false, merge = false;
   size_t max_functions = 5000;
   std::string mode = "auto";
   double auto_threshold = 10000;
+  std::string exit_probes = "auto";
 };
 
 void add_core_options(CLI::App& app, CommandLine& values);

@@ -47,7 +47,9 @@ int libbpf_print(enum libbpf_print_level level, const char* format, va_list args
   return std::vfprintf(stderr, format, args);
 }
 
-void report_error(const Error& error) { std::fprintf(stderr, "funclatency: %s\n", error.message().c_str()); }
+void report_error(const Error& error) {
+  std::fprintf(stderr, "funclatency: %s\n", error.message().c_str());
+}
 
 Result<std::vector<ProbeSite>> resolve_all(const Config& config) {
   ElfSymbolResolver resolver;
@@ -125,25 +127,36 @@ int run(const Config& config) {
     sinks.push_back(std::make_unique<ConsoleSink>(stdout, console));
   }
 
+  std::vector<ProbePlan> plans;
+  for (const auto& site : *sites) {
+    auto plan = plan_probes(site, config.exit_probes);
+    if (!plan) {
+      report_error(plan.error());
+      return plan.error().exit_code();
+    }
+    plans.push_back(std::move(*plan));
+  }
+
   LoadOptions load;
   load.unit_ns = config.unit_ns;
   load.filter_tgid = config.pid ? static_cast<uint32_t>(*config.pid) : 0;
   load.num_functions = static_cast<uint32_t>(sites->size());
   load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
-  auto object = BpfObject::load(load);
-  if (!object) {
-    report_error(object.error());
-    return object.error().exit_code();
+  for (const auto& plan : plans) load.function_flags.push_back(plan.fn_flags);
+  auto probes = load_and_attach(load, *sites, plans, config.pid);
+  if (!probes) {
+    report_error(probes.error());
+    return probes.error().exit_code();
   }
-  auto links = UprobeLinks::attach(**object, *sites, config.pid);
-  if (!links) {
-    report_error(links.error());
-    return links.error().exit_code();
-  }
-  for (const auto& site : links->sites()) {
-    verbose(fmt::format("probes for {} at {}:0x{:x}{}", site.symbol, site.binary, site.offset,
-                        site.entry_skip ? fmt::format(" (after endbr64, +{})", site.entry_skip)
-                                        : std::string()));
+  verbose(fmt::format("{} links ({})", probes->links.link_count(),
+                      probes->method == AttachMethod::kUprobeMulti
+                          ? "uprobe_multi: one per file and probe kind"
+                          : "perf-event uprobes: one per probe"));
+  for (const auto& site : probes->links.sites()) {
+    verbose(fmt::format(
+        "{}: entry probe at {}:0x{:x}{}; exit: {}", site.symbol, site.binary, site.offset,
+        site.entry_skip ? fmt::format(" (after endbr64, +{})", site.entry_skip) : std::string(),
+        site.exit_description));
   }
 
   std::vector<ReportGroup> groups;
@@ -181,11 +194,11 @@ int run(const Config& config) {
   if (config.verbose) session_options.verbose = verbose;
   std::vector<Sink*> sink_pointers;
   for (auto& sink : sinks) sink_pointers.push_back(sink.get());
-  TraceSession session(**object, aggregator, sink_pointers, session_options, signal_fd,
-                       [&links] { links->detach_all(); });
+  TraceSession session(*probes->object, aggregator, sink_pointers, session_options, signal_fd,
+                       [&probes] { probes->links.detach_all(); });
 
-  std::fprintf(stderr, "Tracing %zu function%s for %s (%s)... Hit Ctrl-C to end.\n",
-               sites->size(), sites->size() == 1 ? "" : "s", describe_targets(*sites).c_str(),
+  std::fprintf(stderr, "Tracing %zu function%s for %s (%s)... Hit Ctrl-C to end.\n", sites->size(),
+               sites->size() == 1 ? "" : "s", describe_targets(*sites).c_str(),
                mode_statement(config.mode));
   auto stopped = session.run();
   ::close(signal_fd);
@@ -210,9 +223,10 @@ int main(int argc, char** argv) {
   // A closed stdout shows up as a failed write, which stops the run cleanly.
   signal(SIGPIPE, SIG_IGN);
 
-  CLI::App app{"funclatency: time every call of a function with eBPF uprobes, and print the\n"
-               "latency distribution as a log2 histogram with percentiles.",
-               "funclatency"};
+  CLI::App app{
+      "funclatency: time every call of a function with eBPF uprobes, and print the\n"
+      "latency distribution as a log2 histogram with percentiles.",
+      "funclatency"};
   app.footer(kExamples);
   app.get_formatter()->column_width(34);
   CommandLine values;

@@ -21,7 +21,9 @@ EventReader::~EventReader() {
   if (ring_) ring_buffer__free(ring_);
 }
 
-int EventReader::epoll_fd() const { return ring_buffer__epoll_fd(ring_); }
+int EventReader::epoll_fd() const {
+  return ring_buffer__epoll_fd(ring_);
+}
 
 int EventReader::on_record(void* context, void* data, size_t size) {
   auto* self = static_cast<EventReader*>(context);

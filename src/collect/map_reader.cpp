@@ -11,7 +11,9 @@ namespace funclatency {
 
 namespace {
 // Per-CPU values are laid out at 8-byte strides, one per possible CPU.
-constexpr size_t stride_of(size_t size) { return (size + 7) & ~size_t{7}; }
+constexpr size_t stride_of(size_t size) {
+  return (size + 7) & ~size_t{7};
+}
 }  // namespace
 
 MapReader::MapReader(int fn_stats_fd, int fn_lost_fd)

@@ -18,9 +18,9 @@ std::vector<ModeSwitch> ModePolicy::observe(const std::vector<uint64_t>& calls,
       if (ringbuf_lost[fn] > 0) {
         switches.push_back({fn, true, fmt::format("{} records lost", ringbuf_lost[fn])});
       } else if (rate > options_.to_kernel_calls_per_sec) {
-        switches.push_back({fn, true,
-                            fmt::format("{:.0f} calls/s > {:.0f}", rate,
-                                        options_.to_kernel_calls_per_sec)});
+        switches.push_back(
+            {fn, true,
+             fmt::format("{:.0f} calls/s > {:.0f}", rate, options_.to_kernel_calls_per_sec)});
       } else {
         continue;
       }

@@ -108,13 +108,15 @@ void TraceSession::apply_policy(double seconds) {
     const char* name = change.to_kernel ? "kernel" : "events";
     aggregator_.set_mode_name(change.fn_id, name);
     if (options_.verbose) {
-      options_.verbose(fmt::format("function {} -> {} mode ({})", change.fn_id, name, change.reason));
+      options_.verbose(
+          fmt::format("function {} -> {} mode ({})", change.fn_id, name, change.reason));
     }
   }
 }
 
 void TraceSession::emit(Report::Kind kind) {
-  Report report = aggregator_.take_report(Report::Kind::kInterval, std::chrono::system_clock::now());
+  Report report =
+      aggregator_.take_report(Report::Kind::kInterval, std::chrono::system_clock::now());
   for (Sink* sink : sinks_) sink->write(report);
   if (kind == Report::Kind::kTotal) {
     report.kind = Report::Kind::kTotal;
@@ -175,7 +177,8 @@ Result<StopReason> TraceSession::run() {
       if (events[i].data.u64 == kSignalTag) {
         signalfd_siginfo info;
         if (::read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
-          if (options_.verbose) options_.verbose(fmt::format("signal {}: stopping", info.ssi_signo));
+          if (options_.verbose)
+            options_.verbose(fmt::format("signal {}: stopping", info.ssi_signo));
         }
         reason = StopReason::kSignal;
         running = false;

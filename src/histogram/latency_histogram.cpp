@@ -29,7 +29,9 @@ void LatencyHistogram::merge(const LatencyHistogram& other) {
              other.max_ns_);
 }
 
-void LatencyHistogram::clear() { *this = LatencyHistogram(unit_ns_); }
+void LatencyHistogram::clear() {
+  *this = LatencyHistogram(unit_ns_);
+}
 
 uint64_t LatencyHistogram::percentile_ns(double q) const {
   if (count_ == 0) return 0;

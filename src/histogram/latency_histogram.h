@@ -15,9 +15,9 @@ extern "C" {
 namespace funclatency {
 
 struct Log2Row {
-  uint32_t row = 0;         // libbpf-tools' slot
-  uint64_t low_unit = 0;    // inclusive, in the display unit
-  uint64_t high_unit = 0;   // inclusive, in the display unit
+  uint32_t row = 0;        // libbpf-tools' slot
+  uint64_t low_unit = 0;   // inclusive, in the display unit
+  uint64_t high_unit = 0;  // inclusive, in the display unit
   uint64_t count = 0;
 };
 
@@ -66,7 +66,11 @@ class LatencyHistogram {
 };
 
 // Inclusive bounds of log2 row `row` in the display unit.
-inline uint64_t log2_row_low(uint32_t row) { return row == 0 ? 0 : (uint64_t{1} << row); }
-inline uint64_t log2_row_high(uint32_t row) { return (uint64_t{1} << (row + 1)) - 1; }
+inline uint64_t log2_row_low(uint32_t row) {
+  return row == 0 ? 0 : (uint64_t{1} << row);
+}
+inline uint64_t log2_row_high(uint32_t row) {
+  return (uint64_t{1} << (row + 1)) - 1;
+}
 
 }  // namespace funclatency

@@ -8,6 +8,7 @@ extern "C" {
 #include "bpf/funclatency.h"
 }
 #include "funclatency_bpf.skel.h"
+#include "probe/uprobe_multi.h"
 
 namespace funclatency {
 
@@ -33,31 +34,56 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   if (int rc = bpf_map__set_max_entries(skeleton->maps.events, options.ringbuf_bytes); rc < 0) {
     return fail("size the BPF ring buffer", rc);
   }
+  if (options.uprobe_multi) {
+    for (bpf_program* program :
+         {skeleton->progs.fl_entry, skeleton->progs.fl_return, skeleton->progs.fl_exit}) {
+      bpf_program__set_expected_attach_type(program,
+                                            static_cast<bpf_attach_type>(kAttachTypeUprobeMulti));
+    }
+  }
   if (int rc = funclatency_bpf::load(skeleton); rc < 0) return fail("load BPF programs", rc);
 
   auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));
-  if (options.initial_mode != 0) {
-    for (uint32_t id = 0; id < entries; id++) {
-      if (auto set = object->set_mode(id, options.initial_mode); !set) {
-        return std::unexpected(set.error());
-      }
+  object->options_.function_flags.resize(entries, 0);
+  for (uint32_t id = 0; id < entries; id++) {
+    if (options.initial_mode == 0 && object->options_.function_flags[id] == 0) continue;
+    if (auto set = object->set_mode(id, options.initial_mode); !set) {
+      return std::unexpected(set.error());
     }
   }
   return object;
 }
 
-BpfObject::~BpfObject() { funclatency_bpf::destroy(skeleton_); }
+BpfObject::~BpfObject() {
+  funclatency_bpf::destroy(skeleton_);
+}
 
-bpf_program* BpfObject::entry_program() const { return skeleton_->progs.fl_entry; }
-bpf_program* BpfObject::return_program() const { return skeleton_->progs.fl_return; }
-int BpfObject::fn_stats_fd() const { return bpf_map__fd(skeleton_->maps.fn_stats); }
-int BpfObject::fn_lost_fd() const { return bpf_map__fd(skeleton_->maps.fn_lost); }
-int BpfObject::fn_config_fd() const { return bpf_map__fd(skeleton_->maps.fn_config); }
-int BpfObject::events_fd() const { return bpf_map__fd(skeleton_->maps.events); }
+bpf_program* BpfObject::entry_program() const {
+  return skeleton_->progs.fl_entry;
+}
+bpf_program* BpfObject::return_program() const {
+  return skeleton_->progs.fl_return;
+}
+bpf_program* BpfObject::exit_program() const {
+  return skeleton_->progs.fl_exit;
+}
+int BpfObject::fn_stats_fd() const {
+  return bpf_map__fd(skeleton_->maps.fn_stats);
+}
+int BpfObject::fn_lost_fd() const {
+  return bpf_map__fd(skeleton_->maps.fn_lost);
+}
+int BpfObject::fn_config_fd() const {
+  return bpf_map__fd(skeleton_->maps.fn_config);
+}
+int BpfObject::events_fd() const {
+  return bpf_map__fd(skeleton_->maps.events);
+}
 
 Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {
   fl_fn_config config{};
   config.mode = mode;
+  config.flags = options_.function_flags[fn_id];
   if (bpf_map_update_elem(fn_config_fd(), &fn_id, &config, BPF_ANY) < 0) {
     return runtime_error(fmt::format("set aggregation mode of function {}", fn_id), errno);
   }

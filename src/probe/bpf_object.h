@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/error.h"
 
@@ -13,11 +14,13 @@ struct bpf_program;
 namespace funclatency {
 
 struct LoadOptions {
-  uint64_t unit_ns = 1000;       // display unit the kernel buckets in
-  uint32_t filter_tgid = 0;      // 0: every process
-  uint32_t num_functions = 1;    // sizes the per-function maps
+  uint64_t unit_ns = 1000;     // display unit the kernel buckets in
+  uint32_t filter_tgid = 0;    // 0: every process
+  uint32_t num_functions = 1;  // sizes the per-function maps
   uint32_t ringbuf_bytes = 8u << 20;
-  uint32_t initial_mode = 0;     // enum fl_mode for every function
+  uint32_t initial_mode = 0;             // enum fl_mode for every function
+  std::vector<uint32_t> function_flags;  // FL_FN_* by function id; missing = 0
+  bool uprobe_multi = false;             // load the programs for uprobe_multi links
 };
 
 class BpfObject {
@@ -29,6 +32,7 @@ class BpfObject {
 
   bpf_program* entry_program() const;
   bpf_program* return_program() const;
+  bpf_program* exit_program() const;
   int fn_stats_fd() const;
   int fn_lost_fd() const;
   int fn_config_fd() const;

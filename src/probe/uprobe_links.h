@@ -1,32 +1,40 @@
-// Attached uprobe/uretprobe pairs as RAII objects: a link detaches when it is
-// destroyed, so an error or an exit path can never leave a probe behind.
+// Attached probes as RAII objects: a link detaches when it is destroyed, so
+// an error or an exit path can never leave a probe behind.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
 #include "probe/bpf_object.h"
+#include "probe/probe_plan.h"
 #include "symbols/probe_site.h"
 
 struct bpf_link;
 
 namespace funclatency {
 
-class BpfLink {
+// A libbpf link or a bare link fd (uprobe_multi links libbpf 1.1 cannot make).
+class ProbeLink {
  public:
-  explicit BpfLink(bpf_link* link) : link_(link) {}
-  BpfLink(BpfLink&& other) noexcept : link_(std::exchange(other.link_, nullptr)) {}
-  BpfLink& operator=(BpfLink&& other) noexcept;
-  BpfLink(const BpfLink&) = delete;
-  BpfLink& operator=(const BpfLink&) = delete;
-  ~BpfLink() { reset(); }
+  static ProbeLink from_libbpf(bpf_link* link) { return ProbeLink(link, -1); }
+  static ProbeLink from_fd(int fd) { return ProbeLink(nullptr, fd); }
+  ProbeLink(ProbeLink&& other) noexcept
+      : link_(std::exchange(other.link_, nullptr)), fd_(std::exchange(other.fd_, -1)) {}
+  ProbeLink& operator=(ProbeLink&& other) noexcept;
+  ProbeLink(const ProbeLink&) = delete;
+  ProbeLink& operator=(const ProbeLink&) = delete;
+  ~ProbeLink() { reset(); }
   void reset();
 
  private:
+  ProbeLink(bpf_link* link, int fd) : link_(link), fd_(fd) {}
   bpf_link* link_;
+  int fd_;
 };
 
 // Where a function's probes went, for -v.
@@ -34,23 +42,39 @@ struct AttachedSite {
   uint32_t fn_id = 0;
   std::string binary;
   std::string symbol;
-  uint64_t offset = 0;  // file offset the probes sit at
+  uint64_t offset = 0;  // file offset the entry probe sits at
   uint32_t entry_skip = 0;
+  std::string exit_description;  // how calls are ended
 };
+
+enum class AttachMethod { kUprobeMulti, kPerfEvent };
 
 class UprobeLinks {
  public:
-  // Attaches an entry and a return probe to every site; the site's index is
-  // its function id (the attach cookie). On failure everything attached so
-  // far is detached before returning.
+  // Attaches the probes `plans[i]` places to site i; the site's index is its
+  // function id (the attach cookie). On failure everything attached so far
+  // is detached before returning.
   static Result<UprobeLinks> attach(const BpfObject& object, std::span<const ProbeSite> sites,
-                                    std::optional<int> pid);
+                                    std::span<const ProbePlan> plans, std::optional<int> pid,
+                                    AttachMethod method);
   const std::vector<AttachedSite>& sites() const { return sites_; }
+  size_t link_count() const { return links_.size(); }
   void detach_all() { links_.clear(); }
 
  private:
-  std::vector<BpfLink> links_;
+  std::vector<ProbeLink> links_;
   std::vector<AttachedSite> sites_;
 };
+
+// The BPF object with every probe attached: uprobe_multi links where the
+// kernel has them, one perf-event link per probe otherwise.
+struct TracingProbes {
+  std::unique_ptr<BpfObject> object;
+  UprobeLinks links;
+  AttachMethod method = AttachMethod::kUprobeMulti;
+};
+
+Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const ProbeSite> sites,
+                                      std::span<const ProbePlan> plans, std::optional<int> pid);
 
 }  // namespace funclatency

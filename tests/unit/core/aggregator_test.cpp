@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "collect/aggregator.h"
+
+#include <gtest/gtest.h>
 
 namespace funclatency {
 namespace {

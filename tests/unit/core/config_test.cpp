@@ -1,8 +1,8 @@
+#include "cli/config.h"
+
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
-
-#include "cli/config.h"
 
 namespace funclatency {
 namespace {
@@ -27,8 +27,8 @@ TEST(Config, DefaultsAreUsecAutoAndPrintAtExit) {
 }
 
 TEST(Config, OptionsMapToConfig) {
-  auto config = parse({"-p", "42", "-i", "2", "-d", "1.5", "-m", "--mode", "kernel", "--json",
-                       ":slow_op"});
+  auto config =
+      parse({"-p", "42", "-i", "2", "-d", "1.5", "-m", "--mode", "kernel", "--json", ":slow_op"});
   ASSERT_TRUE(config);
   EXPECT_EQ(*config->pid, 42);
   EXPECT_EQ(config->interval.count(), 2000);

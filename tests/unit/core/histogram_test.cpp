@@ -31,7 +31,8 @@ TEST(BucketMath, CAndCppAgreeOnEveryOctaveEdge) {
       EXPECT_EQ(fl_bucket_of(v), fl_bucket_of_from_c(v)) << v;
     }
   }
-  for (uint32_t b = 0; b < FL_NUM_BUCKETS; b++) EXPECT_EQ(fl_bucket_low(b), fl_bucket_low_from_c(b));
+  for (uint32_t b = 0; b < FL_NUM_BUCKETS; b++)
+    EXPECT_EQ(fl_bucket_low(b), fl_bucket_low_from_c(b));
 }
 
 TEST(BucketMath, BucketsAreContiguousAndRowsMatchLibbpfTools) {

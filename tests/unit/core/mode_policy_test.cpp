@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "collect/mode_policy.h"
+
+#include <gtest/gtest.h>
 
 namespace funclatency {
 namespace {
@@ -15,7 +15,7 @@ TEST(ModePolicy, SwitchesHotFunctionsToKernelAndBackAfterACalmSpell) {
   EXPECT_FALSE(policy.in_kernel(0));
 
   EXPECT_TRUE(policy.observe({0, 50}, {0, 0}, 0.5).empty());  // calm for 0.5 s: not yet
-  switches = policy.observe({0, 50}, {0, 0}, 0.5);             // calm for 1 s
+  switches = policy.observe({0, 50}, {0, 0}, 0.5);            // calm for 1 s
   ASSERT_EQ(switches.size(), 1u);
   EXPECT_FALSE(switches[0].to_kernel);
   EXPECT_FALSE(policy.in_kernel(1));

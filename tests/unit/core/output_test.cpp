@@ -1,8 +1,7 @@
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <csignal>
+#include <nlohmann/json.hpp>
 
 #include "output/console_sink.h"
 #include "output/json_sink.h"
@@ -17,8 +16,8 @@ Report sample_report() {
   report.time = report.run_start + std::chrono::milliseconds(2500);
   FunctionReport f{.symbol = "slow_op", .binary = "/opt/app", .pid = 0, .mode = "events"};
   f.interval = LatencyHistogram(1000);
-  for (int i = 0; i < 40; i++) f.interval.record(300000);   // 300 us: row 8
-  for (int i = 0; i < 88; i++) f.interval.record(700000);   // 700 us: row 9
+  for (int i = 0; i < 40; i++) f.interval.record(300000);  // 300 us: row 8
+  for (int i = 0; i < 88; i++) f.interval.record(700000);  // 700 us: row 9
   f.interval_lost.unreturned = 2;
   f.total = f.interval;
   f.total_lost = f.interval_lost;

@@ -1,0 +1,54 @@
+// Where a function's probes go, decided from its machine code.
+//
+// Entry: after a leading endbr64 (single-stepped at ~10x the cost of an
+// emulated instruction), unless the function's own code jumps there (a self
+// tail call compiled as a loop), which would look like a new call.
+//
+// Exit: a uretprobe replaces the return address on the stack with a
+// trampoline that has no unwind info, so a C++ exception unwinding through
+// a probed frame finds no frame description and the runtime calls
+// std::terminate(). Probing the function's own `ret` instructions leaves the
+// stack alone and is exception-safe, but the kernel single-steps `ret`
+// (~10 us a call against ~1 us for a return probe), so ret probes are used
+// only where exceptions can unwind.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "symbols/probe_site.h"
+
+namespace funclatency {
+
+struct CodeFacts {
+  std::vector<uint64_t> rets;          // addresses of ret instructions
+  std::vector<uint64_t> tail_jumps;    // direct jumps that leave the function
+  std::vector<uint64_t> jump_targets;  // targets of direct jumps inside it, sorted
+  bool decoded = true;                 // every instruction of the body was decoded
+};
+
+// Decodes the x86-64 code of one function that starts at `address`.
+CodeFacts analyze_code(std::span<const uint8_t> code, uint64_t address);
+
+enum class ExitProbeChoice { kAuto, kReturnProbe, kRetInstructions };
+
+struct ProbePlan {
+  uint32_t entry_skip = 0;  // bytes past the function's start the entry probe sits at
+  uint32_t fn_flags = 0;    // FL_FN_* for the BPF side
+  bool use_ret_instructions = false;
+  std::vector<uint64_t> ret_file_offsets;  // where ret probes go
+  std::string exit_description;            // for -v
+};
+
+// Pure: the plan for a function given its code (empty when unknown) and
+// whether its file carries C++ exception tables.
+ProbePlan plan_from_code(const ProbeSite& site, std::span<const uint8_t> code,
+                         bool file_has_exception_tables, ExitProbeChoice choice);
+
+// Reads the code and the file's sections, then plans.
+Result<ProbePlan> plan_probes(const ProbeSite& site, ExitProbeChoice choice);
+
+}  // namespace funclatency
