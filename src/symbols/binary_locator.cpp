@@ -64,6 +64,16 @@ Result<std::optional<std::string>> mapped_file_named(const std::string& name, in
 
 }  // namespace
 
+bool target_names_file(const std::string& binary, const std::string& mapped_path) {
+  if (binary.empty()) return false;
+  if (binary.find('/') != std::string::npos) {
+    const auto resolved = real_path(binary);
+    return binary == mapped_path || (resolved && resolved == real_path(mapped_path));
+  }
+  const std::string_view base = basename_of(mapped_path);
+  return base == binary || library_name_matches(binary, base);
+}
+
 std::optional<std::string> find_on_path(const std::string& name) {
   const char* search = std::getenv("PATH");
   const std::string_view directories = search != nullptr ? search : "/usr/local/bin:/usr/bin:/bin";
@@ -71,9 +81,10 @@ std::optional<std::string> find_on_path(const std::string& name) {
   while (start <= directories.size()) {
     size_t end = directories.find(':', start);
     if (end == std::string_view::npos) end = directories.size();
-    std::string directory(directories.substr(start, end - start));
-    if (directory.empty()) directory = ".";
-    const std::string candidate = directory + "/" + name;
+    // An empty entry means the current directory, as for execvp.
+    const std::string_view directory =
+        end > start ? directories.substr(start, end - start) : std::string_view(".");
+    const std::string candidate = std::string(directory) + "/" + name;
     if (is_regular_file(candidate) && access(candidate.c_str(), X_OK) == 0) {
       return real_path(candidate);
     }

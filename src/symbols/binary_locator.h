@@ -21,6 +21,12 @@ namespace funclatency {
 Result<std::string> locate_binary(const std::string& binary, std::optional<int> pid,
                                   const SearchPaths& paths);
 
+// True when the BINARY part of a target (a name or path, not "") means the
+// file a process has mapped at `mapped_path`: same path, same file name, or
+// the library name ("ssl" for ".../libssl.so.3"). With -p, the probe layer
+// checks files the process maps later (dlopen) against targets with this.
+bool target_names_file(const std::string& binary, const std::string& mapped_path);
+
 // The program `name` on PATH (like execvp), or nothing.
 std::optional<std::string> find_on_path(const std::string& name);
 

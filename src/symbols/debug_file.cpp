@@ -28,9 +28,10 @@ bool belongs_to(const ElfFile& candidate, const ElfFile& binary, bool check_crc)
 std::optional<ElfFile> find_debug_file(const ElfFile& binary, const SearchPaths& paths) {
   if (const auto& build_id = binary.build_id(); build_id && build_id->size() > 2) {
     for (const auto& root : paths.debug_roots) {
-      const std::string path = join(root, ".build-id/" + build_id->substr(0, 2) + "/" +
-                                               build_id->substr(2) + ".debug");
-      if (auto candidate = ElfFile::open(path); candidate && belongs_to(*candidate, binary, false)) {
+      const std::string path =
+          join(root, ".build-id/" + build_id->substr(0, 2) + "/" + build_id->substr(2) + ".debug");
+      if (auto candidate = ElfFile::open(path);
+          candidate && belongs_to(*candidate, binary, false)) {
         return std::move(*candidate);
       }
     }

@@ -280,8 +280,8 @@ uint32_t ElfFile::crc32() const {
 
 bool starts_with_endbr64(std::span<const uint8_t> code) {
   static constexpr uint8_t kEndbr64[] = {0xf3, 0x0f, 0x1e, 0xfa};
-  return code.size() >= sizeof kEndbr64 && std::equal(std::begin(kEndbr64), std::end(kEndbr64),
-                                                      code.begin());
+  return code.size() >= sizeof kEndbr64 &&
+         std::equal(std::begin(kEndbr64), std::end(kEndbr64), code.begin());
 }
 
 }  // namespace funclatency

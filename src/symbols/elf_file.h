@@ -20,9 +20,9 @@ struct ElfSymbol {
   std::string name;  // as in the symbol table (mangled for C++)
   uint64_t address = 0;
   uint64_t size = 0;
-  uint8_t binding = 0;  // STB_LOCAL, STB_GLOBAL, STB_WEAK
-  bool ifunc = false;   // STT_GNU_IFUNC: the address is the resolver, not the implementation
-  bool dynamic = false; // from .dynsym
+  uint8_t binding = 0;   // STB_LOCAL, STB_GLOBAL, STB_WEAK
+  bool ifunc = false;    // STT_GNU_IFUNC: the address is the resolver, not the implementation
+  bool dynamic = false;  // from .dynsym
 };
 
 // A PT_LOAD program header.

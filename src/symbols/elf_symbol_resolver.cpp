@@ -3,6 +3,7 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -12,6 +13,7 @@
 #include "symbols/debug_file.h"
 #include "symbols/demangle.h"
 #include "symbols/elf_file.h"
+#include "symbols/ifunc_target.h"
 #include "symbols/name_matcher.h"
 
 namespace funclatency {
@@ -24,7 +26,10 @@ struct ElfSymbolResolver::SymbolTable {
     uint64_t address = 0;
     uint64_t size = 0;
     uint8_t binding = STB_GLOBAL;
+    // STT_GNU_IFUNC: `address` is the implementation the loader picks when
+    // that could be found (size 0 when no symbol covers it), else the resolver.
     bool ifunc = false;
+    bool ifunc_resolved = false;
 
     SymbolNames names() const { return {raw, demangled, unqualified}; }
   };
@@ -53,8 +58,13 @@ std::string refusal_reason(const Function& function, const ElfFile& binary) {
   if (function.raw.find(".cold") != std::string::npos) {
     return "is a cold fragment of another function (entered by a jump, not a call)";
   }
-  if (function.size == 0) return "has size 0 in the symbol table";
-  if (!binary.in_executable_segment(function.address, function.size)) {
+  if (function.ifunc && !function.ifunc_resolved) {
+    return "is an IFUNC whose implementation is picked at load time, and funclatency could "
+           "not ask the loader which (the library is not loaded in funclatency itself); "
+           "name the implementation instead";
+  }
+  if (function.size == 0 && !function.ifunc_resolved) return "has size 0 in the symbol table";
+  if (!binary.in_executable_segment(function.address, std::max<uint64_t>(function.size, 1))) {
     return "is outside the executable code of " + binary.path();
   }
   return {};
@@ -71,6 +81,24 @@ std::string did_you_mean(const std::vector<std::string>& names) {
   std::string hint = "did you mean: ";
   for (size_t i = 0; i < names.size(); ++i) hint += (i ? ", " : "") + names[i];
   return hint + "?";
+}
+
+// IFUNC symbols move to the implementation the loader picks, taking the
+// size of a symbol found there (folding them with it as aliases).
+void point_ifuncs_at_their_implementations(ElfSymbolResolver::SymbolTable& table) {
+  std::map<uint64_t, uint64_t> size_at;
+  for (const Function& function : table.functions) {
+    if (!function.ifunc) size_at.emplace(function.address, function.size);
+  }
+  for (Function& function : table.functions) {
+    if (!function.ifunc) continue;
+    const auto target = ifunc_target(table.binary.path(), function.raw);
+    if (!target) continue;
+    function.address = *target;
+    const auto sized = size_at.find(*target);
+    function.size = sized != size_at.end() ? sized->second : 0;
+    function.ifunc_resolved = true;
+  }
 }
 
 }  // namespace
@@ -110,6 +138,7 @@ Result<std::shared_ptr<const ElfSymbolResolver::SymbolTable>> ElfSymbolResolver:
     function.ifunc = symbol.ifunc;
     table->functions.push_back(std::move(function));
   }
+  point_ifuncs_at_their_implementations(*table);
   tables_.emplace(path, table);
   return table;
 }
@@ -166,7 +195,7 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
     extent.size = size;
     if (std::string reason = refusal_reason(extent, table.binary); !reason.empty()) {
       resolution.refused.push_back(
-          RefusedFunction{path, shown.demangled, address, size, std::move(reason)});
+          RefusedFunction{path, shown.demangled, shown.raw, address, size, std::move(reason)});
       continue;
     }
     ProbeSite site;
@@ -183,11 +212,12 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
   if (resolution.sites.empty()) {
     const RefusedFunction& first = resolution.refused.front();
     if (matcher->is_exact()) {
-      return bad_input("function \"" + first.symbol + "\" in " + path +
-                       " cannot be probed: it " + first.reason);
+      return bad_input("function \"" + first.symbol + "\" in " + path + " cannot be probed: it " +
+                       first.reason);
     }
-    return bad_input(matcher->describe() + " in " + path + " matches only functions that cannot be probed",
-                     "e.g. \"" + first.symbol + "\" " + first.reason);
+    return bad_input(
+        matcher->describe() + " in " + path + " matches only functions that cannot be probed",
+        "e.g. \"" + first.symbol + "\" " + first.reason);
   }
   if (resolution.sites.size() > options.max_matches) {
     return bad_input(matcher->describe() + " matches " + std::to_string(resolution.sites.size()) +
@@ -216,11 +246,17 @@ Result<std::vector<ListedFunction>> list_functions(ElfSymbolResolver& resolver,
     auto resolution = resolver.resolve_detailed(spec, unlimited);
     if (!resolution) return std::unexpected(resolution.error());
     for (const ProbeSite& site : resolution->sites) {
-      listed.push_back(ListedFunction{site.symbol, site.raw_symbol, site.binary, site.address,
-                                      site.size, site.file_offset, site.entry_skip, {}});
+      listed.push_back(ListedFunction{site.symbol,
+                                      site.raw_symbol,
+                                      site.binary,
+                                      site.address,
+                                      site.size,
+                                      site.file_offset,
+                                      site.entry_skip,
+                                      {}});
     }
     for (const RefusedFunction& refused : resolution->refused) {
-      listed.push_back(ListedFunction{refused.symbol, refused.symbol, refused.binary,
+      listed.push_back(ListedFunction{refused.symbol, refused.raw_symbol, refused.binary,
                                       refused.address, refused.size, 0, 0, refused.reason});
     }
   }

@@ -17,15 +17,16 @@ namespace funclatency {
 // A matched function that cannot be probed, and why. For -v and -l.
 struct RefusedFunction {
   std::string binary;
-  std::string symbol;  // demangled
+  std::string symbol;      // demangled
+  std::string raw_symbol;  // as in the symbol table
   uint64_t address = 0;
   uint64_t size = 0;
   std::string reason;  // "has size 0", "is outside executable code", ...
 };
 
 struct Resolution {
-  std::string binary;          // absolute path of the file probes attach to
-  std::string symbol_file;     // where the symbols came from: `binary` or its debug file
+  std::string binary;                    // absolute path of the file probes attach to
+  std::string symbol_file;               // where the symbols came from: `binary` or its debug file
   std::vector<ProbeSite> sites;          // ordered by address
   std::vector<RefusedFunction> refused;  // matched by a pattern but skipped
 };

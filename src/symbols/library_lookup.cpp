@@ -60,7 +60,10 @@ std::string_view basename_of(std::string_view path) {
 bool is_elf_file(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   char magic[4] = {};
-  return file.read(magic, sizeof magic) && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
+  return file.read(magic, sizeof magic) && std::memcmp(magic,
+                                                       "\x7f"
+                                                       "ELF",
+                                                       4) == 0;
 }
 
 std::optional<std::string> resolved_path(const std::string& path, const std::string& root) {
@@ -97,7 +100,8 @@ std::vector<std::string> directory_matches(std::string_view wanted, const std::s
   DIR* listing = opendir((root + directory).c_str());
   if (listing == nullptr) return found;
   while (const dirent* entry = readdir(listing)) {
-    if (library_name_matches(wanted, entry->d_name)) found.push_back(directory + "/" + entry->d_name);
+    if (library_name_matches(wanted, entry->d_name))
+      found.push_back(directory + "/" + entry->d_name);
   }
   closedir(listing);
   // Versioned names ("libz.so.1") are the runtime files; "libz.so" may be a
@@ -123,7 +127,8 @@ Result<std::vector<LoaderCacheEntry>> read_loader_cache(const std::string& path)
     const uint64_t old_end = kOldHeaderSize + old_entries * kOldEntrySize;
     new_start = (old_end + kNewHeaderAlignment - 1) & ~uint64_t{kNewHeaderAlignment - 1};
   }
-  if (new_start > bytes.size() || bytes.compare(new_start, kNewCacheMagic.size(), kNewCacheMagic) != 0) {
+  if (new_start > bytes.size() ||
+      bytes.compare(new_start, kNewCacheMagic.size(), kNewCacheMagic) != 0) {
     return bad_input("the loader cache " + path + " is not in the \"" +
                      std::string(kNewCacheMagic) + "\" format");
   }

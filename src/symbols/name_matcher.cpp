@@ -25,8 +25,7 @@ Result<NameMatcher> NameMatcher::create(const std::string& function, bool regex)
   if (regex) {
     matcher.kind_ = Kind::kRegex;
     auto compiled = std::make_shared<CompiledRegex>();
-    const int status =
-        regcomp(&compiled->compiled, function.c_str(), REG_EXTENDED | REG_NOSUB);
+    const int status = regcomp(&compiled->compiled, function.c_str(), REG_EXTENDED | REG_NOSUB);
     if (status != 0) {
       char reason[256];
       regerror(status, &compiled->compiled, reason, sizeof reason);
@@ -88,6 +87,15 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return previous[b.size()];
 }
 
+// True when the two names have a pair of adjacent characters in common: a
+// cheap guard against edit-distance matches that share nothing.
+bool share_a_pair(std::string_view a, std::string_view b) {
+  for (size_t i = 0; i + 1 < a.size(); ++i) {
+    if (b.find(a.substr(i, 2)) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> close_names(std::string_view wanted,
@@ -98,16 +106,18 @@ std::vector<std::string> close_names(std::string_view wanted,
     if (std::string_view("*?^$[]().+|\\{}").find(c) == std::string_view::npos) literal += c;
   }
   if (literal.empty()) return {};
-  const size_t allowed = std::max<size_t>(2, literal.size() / 2);
+  // Generous: ranking keeps the closest, and a near-miss list beats none.
+  const size_t allowed = std::max<size_t>(2, literal.size() * 2 / 3);
   std::set<std::pair<size_t, std::string>> ranked;
   for (const auto& candidate : candidates) {
     if (candidate.empty()) continue;
     size_t distance = edit_distance(literal, candidate);
     const bool contains = literal.size() >= 3 && (candidate.find(literal) != std::string::npos ||
                                                   literal.find(candidate) != std::string::npos);
-    if (distance > allowed && !contains) continue;
-    // Containment ranks as well as a near miss.
-    if (contains) distance = std::min(distance, allowed);
+    const bool near = distance <= 2 || (distance <= allowed && share_a_pair(literal, candidate));
+    if (!near && !contains) continue;
+    // Containment ranks with the nearest misses.
+    if (contains) distance = std::min<size_t>(distance, 1);
     ranked.emplace(distance, candidate);
   }
   std::vector<std::string> names;

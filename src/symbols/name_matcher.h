@@ -13,9 +13,9 @@ namespace funclatency {
 
 // The names one symbol answers to.
 struct SymbolNames {
-  std::string_view raw;         // as in the symbol table ("_ZN2ns1fEi")
-  std::string_view demangled;   // "ns::f(int)" (== raw for C)
-  std::string_view unqualified; // "ns::f": without parameters (== raw for C)
+  std::string_view raw;          // as in the symbol table ("_ZN2ns1fEi")
+  std::string_view demangled;    // "ns::f(int)" (== raw for C)
+  std::string_view unqualified;  // "ns::f": without parameters (== raw for C)
 };
 
 class NameMatcher {

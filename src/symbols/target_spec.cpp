@@ -39,9 +39,9 @@ Result<TargetSpec> parse_target(std::string_view arg, bool regex) {
   spec.function = std::string(arg.substr(*separator + 1));
   spec.regex = regex;
   if (spec.function.empty()) {
-    return bad_input("target \"" + shown + "\" names no function",
-                     "write " + (spec.binary.empty() ? std::string("BINARY") : spec.binary) +
-                         ":FUNCTION");
+    return bad_input(
+        "target \"" + shown + "\" names no function",
+        "write " + (spec.binary.empty() ? std::string("BINARY") : spec.binary) + ":FUNCTION");
   }
   return spec;
 }
