@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -19,6 +20,7 @@
 #include "collect/trace_session.h"
 #include "output/console_sink.h"
 #include "output/json_sink.h"
+#include "output/prometheus/prometheus_cli.h"
 #include "probe/bpf_object.h"
 #include "probe/uprobe_links.h"
 #include "symbols/elf_symbol_resolver.h"
@@ -51,13 +53,8 @@ void report_error(const Error& error) {
   std::fprintf(stderr, "funclatency: %s\n", error.message().c_str());
 }
 
-Result<std::vector<ProbeSite>> resolve_all(const Config& config) {
-  ElfSymbolResolver resolver;
-  ResolveOptions options;
-  options.pid = config.pid;
-  options.max_matches = config.max_functions;
-  std::vector<ProbeSite> sites;
-  std::set<std::pair<std::string, uint64_t>> seen;
+Result<std::vector<TargetSpec>> parse_targets(const Config& config) {
+  std::vector<TargetSpec> specs;
   for (const auto& target : config.targets) {
     auto spec = parse_target(target, config.regex);
     if (!spec) return std::unexpected(spec.error());
@@ -65,9 +62,34 @@ Result<std::vector<ProbeSite>> resolve_all(const Config& config) {
       return bad_input(fmt::format("TARGET \"{}\" names no binary", target),
                        "give -p PID, or write BINARY:FUNCTION");
     }
-    auto found = resolver.resolve(*spec, options);
+    specs.push_back(std::move(*spec));
+  }
+  return specs;
+}
+
+ResolveOptions resolve_options(const Config& config) {
+  ResolveOptions options;
+  options.pid = config.pid;
+  options.max_matches = config.max_functions;
+  return options;
+}
+
+// Every function the targets name, each once. `verbose` hears what a
+// pattern matched but could not be probed, and why.
+Result<std::vector<ProbeSite>> resolve_all(const Config& config,
+                                           const std::function<void(const std::string&)>& verbose) {
+  auto specs = parse_targets(config);
+  if (!specs) return std::unexpected(specs.error());
+  ElfSymbolResolver resolver;
+  std::vector<ProbeSite> sites;
+  std::set<std::pair<std::string, uint64_t>> seen;
+  for (const auto& spec : *specs) {
+    auto found = resolver.resolve_detailed(spec, resolve_options(config));
     if (!found) return std::unexpected(found.error());
-    for (auto& site : *found) {
+    for (const auto& refused : found->refused) {
+      verbose(fmt::format("skipping {} in {}: {}", refused.symbol, refused.binary, refused.reason));
+    }
+    for (auto& site : found->sites) {
       if (seen.insert({site.binary, site.file_offset}).second) sites.push_back(std::move(site));
     }
   }
@@ -77,6 +99,30 @@ Result<std::vector<ProbeSite>> resolve_all(const Config& config) {
                      "narrow the pattern, or raise --max-functions");
   }
   return sites;
+}
+
+int list_targets(const Config& config) {
+  auto specs = parse_targets(config);
+  if (!specs) {
+    report_error(specs.error());
+    return specs.error().exit_code();
+  }
+  ElfSymbolResolver resolver;
+  auto listed = list_functions(resolver, *specs, resolve_options(config));
+  if (!listed) {
+    report_error(listed.error());
+    return listed.error().exit_code();
+  }
+  std::printf("%-40s %-18s %8s  %s\n", "FUNCTION", "ADDRESS", "SIZE", "BINARY");
+  for (const auto& function : *listed) {
+    std::string note =
+        function.refused_reason.empty() ? "" : "  (not probed: " + function.refused_reason + ")";
+    std::printf("%-40s 0x%016llx %8llu  %s%s\n", function.symbol.c_str(),
+                static_cast<unsigned long long>(function.address),
+                static_cast<unsigned long long>(function.size), function.binary.c_str(),
+                note.c_str());
+  }
+  return 0;
 }
 
 std::string describe_targets(const std::vector<ProbeSite>& sites) {
@@ -97,25 +143,18 @@ const char* mode_statement(ModeChoice mode) {
          "switches to in-kernel aggregation";
 }
 
-int run(const Config& config) {
+int run(const Config& config, const PrometheusCliValues& prometheus_values) {
   g_verbose = config.verbose;
   libbpf_set_print(libbpf_print);
   auto verbose = [&config](const std::string& line) {
     if (config.verbose) std::fprintf(stderr, "funclatency: %s\n", line.c_str());
   };
 
-  auto sites = resolve_all(config);
+  if (config.list) return list_targets(config);
+  auto sites = resolve_all(config, verbose);
   if (!sites) {
     report_error(sites.error());
     return sites.error().exit_code();
-  }
-  if (config.list) {
-    for (const auto& site : *sites) {
-      std::printf("%s %s 0x%llx %llu\n", site.symbol.c_str(), site.binary.c_str(),
-                  static_cast<unsigned long long>(site.address),
-                  static_cast<unsigned long long>(site.size));
-    }
-    return 0;
   }
 
   // Sinks that can fail on bad input (a port in use) come before any probe.
@@ -135,6 +174,18 @@ int run(const Config& config) {
       return plan.error().exit_code();
     }
     plans.push_back(std::move(*plan));
+  }
+
+  std::vector<Sink*> live_sinks;
+  auto prometheus = make_prometheus_sink(prometheus_values);
+  if (!prometheus) {
+    report_error(prometheus.error());
+    return prometheus.error().exit_code();
+  }
+  if (*prometheus) {
+    live_sinks.push_back(prometheus->get());
+    verbose(fmt::format("serving Prometheus metrics on {}", prometheus_values.listen));
+    sinks.push_back(std::move(*prometheus));
   }
 
   LoadOptions load;
@@ -192,6 +243,7 @@ int run(const Config& config) {
   session_options.policy.to_kernel_calls_per_sec = config.auto_threshold;
   session_options.policy.to_events_calls_per_sec = config.auto_threshold / 4;
   if (config.verbose) session_options.verbose = verbose;
+  session_options.live_sinks = live_sinks;
   std::vector<Sink*> sink_pointers;
   for (auto& sink : sinks) sink_pointers.push_back(sink.get());
   TraceSession session(*probes->object, aggregator, sink_pointers, session_options, signal_fd,
@@ -231,6 +283,8 @@ int main(int argc, char** argv) {
   app.get_formatter()->column_width(34);
   CommandLine values;
   add_core_options(app, values);
+  PrometheusCliValues prometheus_values;
+  add_prometheus_options(app, prometheus_values);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -246,5 +300,5 @@ int main(int argc, char** argv) {
     report_error(config.error());
     return config.error().exit_code();
   }
-  return run(*config);
+  return run(*config, prometheus_values);
 }

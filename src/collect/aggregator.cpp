@@ -69,16 +69,36 @@ void Aggregator::set_mode_name(uint32_t fn_id, std::string mode) {
   if (fn_id < fn_mode_.size()) fn_mode_[fn_id] = std::move(mode);
 }
 
-Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::time_point now) {
+void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
   // A group's mode is its functions' mode, or "mixed" when they differ.
-  for (auto& report : reports_) report.mode.clear();
+  for (auto& report : reports) report.mode.clear();
   for (uint32_t fn_id = 0; fn_id < group_of_function_.size(); fn_id++) {
-    std::string& mode = reports_[group_of_function_[fn_id]].mode;
+    std::string& mode = reports[group_of_function_[fn_id]].mode;
     if (mode.empty())
       mode = fn_mode_[fn_id];
     else if (mode != fn_mode_[fn_id])
       mode = "mixed";
   }
+}
+
+Report Aggregator::peek_report(std::chrono::system_clock::time_point now) const {
+  Report report;
+  report.kind = Report::Kind::kInterval;
+  report.run_start = run_start_;
+  report.interval_start = interval_start_;
+  report.time = now;
+  report.functions = reports_;
+  fill_modes(report.functions);
+  for (auto& function : report.functions) {
+    function.total.merge(function.interval);
+    function.total_lost += function.interval_lost;
+    report.ringbuf_dropped_total += function.total_lost.ringbuf;
+  }
+  return report;
+}
+
+Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::time_point now) {
+  fill_modes(reports_);
   Report report;
   report.kind = kind;
   report.run_start = run_start_;

@@ -44,8 +44,13 @@ class Aggregator {
 
   // The interval's report (and the run's totals); starts a new interval.
   Report take_report(Report::Kind kind, std::chrono::system_clock::time_point now);
+  // The same, for sinks that want fresh totals between intervals (an
+  // exporter); the interval goes on.
+  Report peek_report(std::chrono::system_clock::time_point now) const;
 
  private:
+  void fill_modes(std::vector<FunctionReport>& reports) const;
+
   std::vector<FunctionReport> reports_;
   std::vector<uint32_t> group_of_function_;
   std::vector<uint64_t> fn_interval_calls_;

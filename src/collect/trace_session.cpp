@@ -156,6 +156,7 @@ Result<StopReason> TraceSession::run() {
   const auto policy_period = std::chrono::milliseconds(250);
   auto next_policy = start + policy_period;
   auto last_policy = start;
+  auto next_live = start + options_.live_period;
   std::optional<Clock::time_point> next_interval;
   if (options_.interval.count() > 0) next_interval = start + options_.interval;
   std::optional<Clock::time_point> deadline;
@@ -166,6 +167,7 @@ Result<StopReason> TraceSession::run() {
   while (running) {
     auto now = Clock::now();
     auto wake = now + options_.poll_period;
+    if (!options_.live_sinks.empty()) wake = std::min(wake, next_live);
     if (next_interval) wake = std::min(wake, *next_interval);
     if (deadline) wake = std::min(wake, *deadline);
     auto timeout_ms =
@@ -195,6 +197,12 @@ Result<StopReason> TraceSession::run() {
       apply_policy(std::chrono::duration<double>(now - last_policy).count());
       last_policy = now;
       next_policy = now + policy_period;
+    }
+    if (running && !options_.live_sinks.empty() && now >= next_live) {
+      if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
+      Report live = aggregator_.peek_report(std::chrono::system_clock::now());
+      for (Sink* sink : options_.live_sinks) sink->write(live);
+      next_live = now + options_.live_period;
     }
     if (running && next_interval && now >= *next_interval) {
       if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());

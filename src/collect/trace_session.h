@@ -27,6 +27,9 @@ struct SessionOptions {
   ModeChoice mode = ModeChoice::kAuto;
   ModePolicyOptions policy;
   std::chrono::milliseconds poll_period{20};
+  // Sinks that also get the running totals every live_period (exporters).
+  std::vector<Sink*> live_sinks;
+  std::chrono::milliseconds live_period{1000};
   std::function<void(const std::string&)> verbose;  // may be empty
 };
 

@@ -19,7 +19,7 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
     int err = errno_from(code);
     funclatency_bpf::destroy(skeleton);
     if (err == EPERM || err == EACCES) {
-      return bad_input(std::move(what), "run as root, or grant CAP_BPF and CAP_PERFMON", err);
+      return bad_input(std::move(what), "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN", err);
     }
     return runtime_error(std::move(what), err);
   };

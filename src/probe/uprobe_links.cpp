@@ -32,7 +32,7 @@ namespace {
 Error attach_error(std::string what, int err, int pid) {
   if (err == EPERM || err == EACCES) {
     return Error{ErrorKind::kBadInput, std::move(what), err,
-                 "run as root, or grant CAP_BPF and CAP_PERFMON"};
+                 "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN"};
   }
   if (err == ESRCH) {
     return Error{ErrorKind::kBadInput, std::move(what), err,

@@ -1,0 +1,276 @@
+#include "output/prometheus/exposition.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <tuple>
+
+namespace funclatency {
+
+namespace {
+
+// Length of the well-formed UTF-8 sequence starting at text[0], or 0 when it
+// is not one (overlong forms, surrogates and code points above U+10FFFF are not).
+size_t utf8_sequence_length(std::string_view text) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
+  if (length == 0 || lead > 0xF4 || text.size() < length) return 0;
+  for (size_t i = 1; i < length; i++) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+  }
+  unsigned char second = byte(1);
+  if (lead == 0xE0 && second < 0xA0) return 0;  // overlong
+  if (lead == 0xED && second > 0x9F) return 0;  // surrogate
+  if (lead == 0xF0 && second < 0x90) return 0;  // overlong
+  if (lead == 0xF4 && second > 0x8F) return 0;  // above U+10FFFF
+  return length;
+}
+
+void append_uint(std::string& out, uint64_t value) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, end);
+}
+
+struct MetricNames {
+  std::string latency;  // histogram family
+  std::string lost;     // counter family, without _total
+  std::string ringbuf;  // counter family, without _total
+};
+
+MetricNames metric_names(std::string_view prefix) {
+  std::string base = prefix.empty() ? std::string() : std::string(prefix) + "_";
+  return {base + "function_latency_ms", base + "function_lost_calls",
+          base + "ringbuf_dropped_calls"};
+}
+
+// HELP, TYPE (and UNIT) lines. In OpenMetrics the metadata names the family,
+// which for a counter is the sample name without _total; in text 0.0.4 it
+// names the sample itself.
+void append_metadata(std::string& out, ExpositionFormat format, const std::string& family,
+                     std::string_view type, std::string_view unit, std::string_view help) {
+  bool open_metrics = format == ExpositionFormat::kOpenMetrics;
+  std::string name = family;
+  if (!open_metrics && type == "counter") name += "_total";
+  out += "# HELP " + name + " ";
+  out += help;
+  out += "\n# TYPE " + name + " ";
+  out += type;
+  out += "\n";
+  if (open_metrics && !unit.empty()) {
+    out += "# UNIT " + name + " ";
+    out += unit;
+    out += "\n";
+  }
+}
+
+// `{symbol="...",binary="..."` (and pid), left open for one more label.
+std::string series_labels(const FunctionMetrics& function) {
+  std::string labels = "{symbol=\"" + escape_label_value(function.symbol) + "\",binary=\"" +
+                       escape_label_value(function.binary) + "\"";
+  if (function.pid != 0) labels += ",pid=\"" + std::to_string(function.pid) + "\"";
+  return labels;
+}
+
+void append_histogram(std::string& out, const std::string& family,
+                      const FunctionMetrics& function) {
+  std::string labels = series_labels(function);
+  // Kernel-side counters are read CPU by CPU while probes run, so the row sum
+  // may briefly differ from the count; clamping keeps buckets cumulative and
+  // +Inf equal to _count, as scrapers require.
+  uint64_t cumulative = 0;
+  for (uint32_t row : exposed_log2_rows(function.unit_ns)) {
+    cumulative += function.log2_counts[row];
+    uint64_t edge_ns = (uint64_t{1} << (row + 1)) * function.unit_ns;
+    out += family + "_bucket" + labels + ",le=\"" + format_ns_as_ms(edge_ns) + "\"} ";
+    append_uint(out, std::min(cumulative, function.count));
+    out += '\n';
+  }
+  out += family + "_bucket" + labels + ",le=\"+Inf\"} ";
+  append_uint(out, function.count);
+  out += '\n' + family + "_sum" + labels + "} " + format_ns_as_ms(function.sum_ns) + '\n';
+  out += family + "_count" + labels + "} ";
+  append_uint(out, function.count);
+  out += '\n';
+}
+
+void append_lost(std::string& out, const std::string& sample_name,
+                 const FunctionMetrics& function) {
+  std::string labels = series_labels(function);
+  const std::pair<std::string_view, uint64_t> reasons[] = {
+      {"unreturned", function.lost.unreturned},
+      {"depth", function.lost.depth},
+      {"ringbuf", function.lost.ringbuf},
+  };
+  for (const auto& [reason, value] : reasons) {
+    out += sample_name + labels + ",reason=\"";
+    out += reason;
+    out += "\"} ";
+    append_uint(out, value);
+    out += '\n';
+  }
+}
+
+}  // namespace
+
+std::vector<uint32_t> exposed_log2_rows(uint64_t unit_ns) {
+  std::vector<uint32_t> rows;
+  if (unit_ns == 0) return rows;
+  for (uint32_t row = 0; row < FL_LOG2_ROWS; row++) {
+    uint64_t edge_units = uint64_t{1} << (row + 1);
+    if (edge_units > kMaxBucketEdgeNs / unit_ns) break;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string format_ns_as_ms(uint64_t ns) {
+  std::string text = std::to_string(ns / 1000000);
+  uint64_t fraction = ns % 1000000;
+  if (fraction == 0) return text;
+  std::string digits = std::to_string(fraction);
+  digits.insert(0, 6 - digits.size(), '0');
+  digits.erase(digits.find_last_not_of('0') + 1);
+  return text + "." + digits;
+}
+
+std::string escape_label_value(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  while (!value.empty()) {
+    size_t length = utf8_sequence_length(value);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+      value.remove_prefix(1);
+      continue;
+    }
+    char c = value[0];
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.append(value.data(), length);
+    }
+    value.remove_prefix(length);
+  }
+  return out;
+}
+
+MetricsSnapshot snapshot_of(const Report& report) {
+  MetricsSnapshot snapshot;
+  snapshot.ringbuf_dropped_total = report.ringbuf_dropped_total;
+  std::map<std::tuple<std::string_view, std::string_view, int>, size_t> index_by_labels;
+  snapshot.functions.reserve(report.functions.size());
+  for (const FunctionReport& function : report.functions) {
+    auto key = std::make_tuple(std::string_view(function.symbol), std::string_view(function.binary),
+                               function.pid);
+    auto [it, inserted] = index_by_labels.try_emplace(key, snapshot.functions.size());
+    if (inserted) {
+      FunctionMetrics metrics;
+      metrics.symbol = function.symbol;
+      metrics.binary = function.binary;
+      metrics.pid = function.pid;
+      metrics.unit_ns = function.total.unit_ns();
+      snapshot.functions.push_back(std::move(metrics));
+    }
+    FunctionMetrics& metrics = snapshot.functions[it->second];
+    auto rows = function.total.log2_counts();
+    for (size_t r = 0; r < rows.size(); r++) metrics.log2_counts[r] += rows[r];
+    metrics.count += function.total.count();
+    metrics.sum_ns += function.total.sum_ns();
+    metrics.lost += function.total_lost;
+  }
+  return snapshot;
+}
+
+std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat format,
+                              std::string_view metric_prefix) {
+  MetricNames names = metric_names(metric_prefix);
+  std::string out;
+  out.reserve(512 + snapshot.functions.size() * 4096);
+
+  append_metadata(out, format, names.latency, "histogram", "ms",
+                  "Duration of calls to a traced function, entry to return, in milliseconds. "
+                  "Buckets are the console's log2 rows.");
+  for (const FunctionMetrics& function : snapshot.functions) {
+    append_histogram(out, names.latency, function);
+  }
+
+  append_metadata(out, format, names.lost, "counter", "",
+                  "Calls to a traced function that could not be timed, by reason: unreturned "
+                  "(exception, longjmp or the return probe limit), depth (nested deeper than the "
+                  "shadow stack), ringbuf (the ring buffer was full).");
+  for (const FunctionMetrics& function : snapshot.functions) {
+    append_lost(out, names.lost + "_total", function);
+  }
+
+  append_metadata(out, format, names.ringbuf, "counter", "",
+                  "Completed calls dropped because the ring buffer was full, all functions.");
+  out += names.ringbuf + "_total ";
+  append_uint(out, snapshot.ringbuf_dropped_total);
+  out += '\n';
+
+  if (format == ExpositionFormat::kOpenMetrics) out += "# EOF\n";
+  return out;
+}
+
+std::string render_exposition(const Report& report, ExpositionFormat format,
+                              std::string_view metric_prefix) {
+  return render_exposition(snapshot_of(report), format, metric_prefix);
+}
+
+ExpositionFormat negotiate_format(std::string_view accept_header) {
+  // Media ranges are comma separated, each `type/subtype;param=value;q=0.5`.
+  while (!accept_header.empty()) {
+    size_t comma = accept_header.find(',');
+    std::string_view range = accept_header.substr(0, comma);
+    accept_header =
+        comma == std::string_view::npos ? std::string_view() : accept_header.substr(comma + 1);
+    auto trim = [](std::string_view text) {
+      size_t first = text.find_first_not_of(" \t");
+      if (first == std::string_view::npos) return std::string_view();
+      return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+    };
+    size_t semicolon = range.find(';');
+    if (trim(range.substr(0, semicolon)) != "application/openmetrics-text") continue;
+    bool refused = false;
+    while (semicolon != std::string_view::npos) {
+      range = range.substr(semicolon + 1);
+      semicolon = range.find(';');
+      std::string_view param = trim(range.substr(0, semicolon));
+      if (param.starts_with("q=") && param.find_first_not_of("0.", 2) == std::string_view::npos) {
+        refused = true;  // q=0, q=0.0, ...: explicitly not acceptable
+      }
+    }
+    if (!refused) return ExpositionFormat::kOpenMetrics;
+  }
+  return ExpositionFormat::kPrometheusText;
+}
+
+std::string_view content_type(ExpositionFormat format) {
+  return format == ExpositionFormat::kOpenMetrics
+             ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+             : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+Result<std::string> validate_metric_prefix(std::string_view prefix) {
+  auto valid_char = [](char c, bool first) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+           (!first && c >= '0' && c <= '9');
+  };
+  for (size_t i = 0; i < prefix.size(); i++) {
+    if (!valid_char(prefix[i], i == 0)) {
+      return bad_input(
+          "--prometheus-prefix \"" + std::string(prefix) + "\" would make invalid metric names",
+          "use letters, digits and underscores, not starting with a digit");
+    }
+  }
+  return std::string(prefix);
+}
+
+}  // namespace funclatency

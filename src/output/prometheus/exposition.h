@@ -1,0 +1,78 @@
+// The Prometheus view of a Report: a pure function from cumulative totals to
+// exposition text, in the Prometheus text format 0.0.4 or OpenMetrics 1.0.
+//
+// Latency is one histogram per traced function, named
+// <prefix>_function_latency_ms, whose buckets are the console's log2 rows:
+// row r holds durations below 2^(r+1) display units, so its `le` is that edge
+// converted to milliseconds (2^(r+1)/1000 ms with the default usec unit). The
+// bucket counts therefore equal the console rows exactly, in every unit. The
+// set of `le` edges depends only on the display unit, never on the data, so
+// every scrape of every series carries the same buckets and rate() and
+// histogram_quantile() can combine them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "output/report.h"
+
+namespace funclatency {
+
+enum class ExpositionFormat {
+  kPrometheusText,  // text/plain; version=0.0.4
+  kOpenMetrics,     // application/openmetrics-text; version=1.0.0
+};
+
+// What one exposed series is made of: the run's cumulative totals for one
+// label set, small enough to copy on every report.
+struct FunctionMetrics {
+  std::string symbol;
+  std::string binary;
+  int pid = 0;  // exposed as a label only when non-zero (tracing with -p)
+  uint64_t unit_ns = 1000;
+  std::array<uint64_t, FL_LOG2_ROWS> log2_counts{};
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  LostCounts lost;
+};
+
+struct MetricsSnapshot {
+  std::vector<FunctionMetrics> functions;  // one per distinct label set
+  uint64_t ringbuf_dropped_total = 0;
+};
+
+// Takes FunctionReport::total and total_lost of every function. Functions the
+// labels cannot tell apart (say two static functions of one name in one
+// binary) are merged, because a scrape must not carry one series twice.
+MetricsSnapshot snapshot_of(const Report& report);
+
+std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat format,
+                              std::string_view metric_prefix);
+std::string render_exposition(const Report& report, ExpositionFormat format,
+                              std::string_view metric_prefix);
+
+// The format a scraper asked for with its Accept header: OpenMetrics when it
+// accepts application/openmetrics-text with a non-zero weight, else text 0.0.4.
+ExpositionFormat negotiate_format(std::string_view accept_header);
+std::string_view content_type(ExpositionFormat format);
+
+// A prefix must keep metric names valid: [a-zA-Z_][a-zA-Z0-9_]*, or empty for
+// no prefix at all.
+Result<std::string> validate_metric_prefix(std::string_view prefix);
+
+// The log2 rows exposed as finite buckets for a display unit: every row whose
+// upper edge is at most kMaxBucketEdgeNs. Longer calls are counted in +Inf.
+inline constexpr uint64_t kMaxBucketEdgeNs = (uint64_t{1} << 32) * 1000;  // ~71.6 minutes
+std::vector<uint32_t> exposed_log2_rows(uint64_t unit_ns);
+
+// Exact decimal milliseconds of a nanosecond count: 2048 -> "0.002048".
+std::string format_ns_as_ms(uint64_t ns);
+// A label value as the exposition formats quote it: backslash, double quote and
+// newline escaped; bytes that are not UTF-8 replaced by U+FFFD.
+std::string escape_label_value(std::string_view value);
+
+}  // namespace funclatency

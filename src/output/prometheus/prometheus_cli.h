@@ -1,0 +1,30 @@
+// The command line of the Prometheus endpoint: `--prometheus [[ADDR:]PORT]`
+// and `--prometheus-prefix PREFIX`, and the sink they describe.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "output/sink.h"
+
+namespace CLI {
+class App;
+}
+
+namespace funclatency {
+
+struct PrometheusCliValues {
+  bool enabled = false;  // --prometheus was given
+  std::string listen;    // [ADDR:]PORT; 127.0.0.1:9464 when given without a value
+  std::string prefix = "ebpf";
+};
+
+void add_prometheus_options(CLI::App& app, PrometheusCliValues& values);
+
+// Binds the endpoint (call it before attaching anything: a port in use is a
+// kBadInput error) and returns the sink serving it; nullptr when --prometheus
+// was not given.
+Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& values);
+
+}  // namespace funclatency

@@ -1,0 +1,41 @@
+// Serves GET /metrics for Prometheus scrapers while tracing runs. The server
+// owns its threads; write() only swaps in the newest snapshot, so a slow
+// scraper never holds up the collector.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/error.h"
+#include "output/prometheus/listen_address.h"
+#include "output/sink.h"
+
+namespace funclatency {
+
+class PrometheusSink : public Sink {
+ public:
+  // Binds and starts serving before returning, so a port in use or an address
+  // that cannot be bound is a kBadInput error while nothing is attached yet.
+  // Until the first write() the endpoint serves the metadata with no series.
+  static Result<std::unique_ptr<PrometheusSink>> start(const ListenAddress& address,
+                                                       std::string metric_prefix);
+  ~PrometheusSink() override;
+
+  // Keeps FunctionReport::total and total_lost of every function; interval
+  // and total reports both carry them.
+  void write(const Report& report) override;
+  // Stops the server after in-flight scrapes finish. Idempotent.
+  void close() override;
+
+  uint16_t port() const;    // the bound port, also when 0 was asked for
+  std::string url() const;  // http://HOST:PORT/metrics
+
+  struct State;  // the server and the latest snapshot, shared with its handlers
+
+ private:
+  explicit PrometheusSink(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace funclatency

@@ -1,0 +1,250 @@
+// The endpoint over real HTTP on 127.0.0.1, binding errors, and the CLI glue.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "output/prometheus/exposition.h"
+#include "output/prometheus/prometheus_cli.h"
+#include "output/prometheus/prometheus_sink.h"
+
+namespace funclatency {
+namespace {
+
+constexpr std::string_view kPrometheusAccept =
+    "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+    "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+std::unique_ptr<PrometheusSink> start_on_any_port(std::string prefix = "ebpf") {
+  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, std::move(prefix));
+  EXPECT_TRUE(sink) << (sink ? "" : sink.error().message());
+  return sink ? std::move(*sink) : nullptr;
+}
+
+Report report_of(uint64_t calls) {
+  Report report;
+  FunctionReport function;
+  function.symbol = "slow_op";
+  function.binary = "/usr/bin/target-app";
+  for (uint64_t i = 0; i < calls; i++) function.total.record(300000);  // 300 us
+  report.functions.push_back(function);
+  return report;
+}
+
+// A socket listening on an ephemeral loopback port, the way another server
+// would hold it (no SO_REUSEPORT).
+struct HeldPort {
+  int fd = -1;
+  uint16_t port = 0;
+  HeldPort() {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    EXPECT_EQ(listen(fd, 1), 0);
+    socklen_t length = sizeof address;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+    port = ntohs(address.sin_port);
+  }
+  ~HeldPort() { close(fd); }
+};
+
+TEST(PrometheusSink, ServesMetadataBeforeTheFirstReport) {
+  auto sink = start_on_any_port();
+  ASSERT_TRUE(sink);
+  ASSERT_NE(sink->port(), 0);
+  EXPECT_EQ(sink->url(), "http://127.0.0.1:" + std::to_string(sink->port()) + "/metrics");
+  httplib::Client client("127.0.0.1", sink->port());
+  auto response = client.Get("/metrics");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_NE(response->body.find("# TYPE ebpf_function_latency_ms histogram"), std::string::npos);
+  EXPECT_EQ(response->body.find("ebpf_function_latency_ms_bucket"), std::string::npos);
+}
+
+TEST(PrometheusSink, ServesTheLatestReportInTheFormatAskedFor) {
+  auto sink = start_on_any_port();
+  ASSERT_TRUE(sink);
+  sink->write(report_of(3));
+  sink->write(report_of(5));
+  httplib::Client client("127.0.0.1", sink->port());
+  auto text = client.Get("/metrics");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->body, render_exposition(report_of(5), ExpositionFormat::kPrometheusText, "ebpf"));
+  auto open_metrics = client.Get("/metrics", {{"Accept", std::string(kPrometheusAccept)}});
+  ASSERT_TRUE(open_metrics);
+  EXPECT_EQ(open_metrics->get_header_value("Content-Type"),
+            "application/openmetrics-text; version=1.0.0; charset=utf-8");
+  EXPECT_EQ(open_metrics->body,
+            render_exposition(report_of(5), ExpositionFormat::kOpenMetrics, "ebpf"));
+  EXPECT_EQ(client.Get("/nothing-here")->status, 404);
+}
+
+TEST(PrometheusSink, ScrapesRunConcurrentlyWithWrites) {
+  auto sink = start_on_any_port("custom");
+  ASSERT_TRUE(sink);
+  sink->write(report_of(1));
+  std::atomic<bool> done = false;
+  std::atomic<uint64_t> writes = 0;
+  std::thread collector([&] {
+    for (uint64_t calls = 1; !done; calls++) {
+      sink->write(report_of(calls % 50));
+      writes++;
+    }
+  });
+  httplib::Client client("127.0.0.1", sink->port());
+  for (int i = 0; i < 50; i++) {
+    auto response = client.Get("/metrics", {{"Accept", "application/openmetrics-text"}});
+    EXPECT_TRUE(response);
+    if (!response) break;
+    EXPECT_TRUE(response->body.ends_with("# EOF\n"));
+    EXPECT_NE(response->body.find("custom_function_latency_ms_count{"), std::string::npos);
+  }
+  done = true;
+  collector.join();
+  EXPECT_GT(writes.load(), 50u);
+}
+
+TEST(PrometheusSink, ClosesPromptlyWithAKeptAliveConnection) {
+  auto sink = start_on_any_port();
+  ASSERT_TRUE(sink);
+  uint16_t port = sink->port();
+  httplib::Client client("127.0.0.1", port);
+  client.set_keep_alive(true);
+  ASSERT_TRUE(client.Get("/metrics"));
+  auto before = std::chrono::steady_clock::now();
+  sink->close();
+  sink->close();  // idempotent
+  EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(2));
+  httplib::Client after("127.0.0.1", port);
+  after.set_connection_timeout(std::chrono::milliseconds(500));
+  EXPECT_FALSE(after.Get("/metrics"));
+}
+
+TEST(PrometheusSink, PortInUseIsBadInput) {
+  HeldPort held;
+  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", held.port}, "ebpf");
+  ASSERT_FALSE(sink);
+  EXPECT_EQ(sink.error().kind, ErrorKind::kBadInput);
+  EXPECT_EQ(sink.error().exit_code(), 2);
+  EXPECT_EQ(sink.error().errno_value, EADDRINUSE);
+  EXPECT_NE(sink.error().message().find("127.0.0.1:" + std::to_string(held.port)),
+            std::string::npos)
+      << sink.error().message();
+}
+
+TEST(PrometheusSink, SecondSinkOnTheSamePortIsRefused) {
+  // httplib's default SO_REUSEPORT would let both listen and split scrapes.
+  auto first = start_on_any_port();
+  ASSERT_TRUE(first);
+  auto second = PrometheusSink::start(ListenAddress{"127.0.0.1", first->port()}, "ebpf");
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().errno_value, EADDRINUSE);
+}
+
+TEST(PrometheusSink, AddressesThatCannotBeBoundAreBadInput) {
+  // 192.0.2.1 is TEST-NET-1: not assigned to this host.
+  for (const ListenAddress& address :
+       {ListenAddress{"192.0.2.1", 0}, ListenAddress{"no-such-host.invalid", 9464}}) {
+    auto sink = PrometheusSink::start(address, "ebpf");
+    ASSERT_FALSE(sink) << address.to_string();
+    EXPECT_EQ(sink.error().exit_code(), 2) << address.to_string();
+    EXPECT_NE(sink.error().message().find("--prometheus"), std::string::npos);
+  }
+}
+
+TEST(PrometheusSink, BadPrefixIsBadInput) {
+  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "my-app");
+  ASSERT_FALSE(sink);
+  EXPECT_EQ(sink.error().exit_code(), 2);
+}
+
+struct ParsedCli {
+  PrometheusCliValues values;
+  std::vector<std::string> targets;
+};
+
+ParsedCli parse(std::vector<std::string> args) {
+  CLI::App app;
+  ParsedCli parsed;
+  add_prometheus_options(app, parsed.values);
+  app.add_option("TARGET", parsed.targets)->required();  // as funclatency's main has it
+  std::reverse(args.begin(), args.end());                // CLI11 takes a reversed vector
+  app.parse(args);
+  return parsed;
+}
+
+TEST(PrometheusCli, OffUnlessAsked) {
+  auto parsed = parse({"./target-app:slow_op"});
+  EXPECT_EQ(parsed.targets, std::vector<std::string>{"./target-app:slow_op"});
+  EXPECT_FALSE(parsed.values.enabled);
+  auto sink = make_prometheus_sink(parsed.values);
+  ASSERT_TRUE(sink);
+  EXPECT_EQ(*sink, nullptr);
+}
+
+TEST(PrometheusCli, ValueIsOptional) {
+  auto bare = parse({"--prometheus", "x:f"});
+  EXPECT_TRUE(bare.values.enabled);
+  EXPECT_EQ(bare.values.listen, "127.0.0.1:9464");
+  auto before_option = parse({"--prometheus", "--prometheus-prefix", "app", "x:f"});
+  EXPECT_EQ(before_option.values.listen, "127.0.0.1:9464");
+  EXPECT_EQ(before_option.values.prefix, "app");
+  EXPECT_EQ(before_option.targets, std::vector<std::string>{"x:f"});
+  auto after_targets = parse({"x:f", "--prometheus"});
+  EXPECT_EQ(after_targets.values.listen, "127.0.0.1:9464");
+  auto with_port = parse({"--prometheus", "0.0.0.0:9100", "x:f", "y:g"});
+  EXPECT_EQ(with_port.values.listen, "0.0.0.0:9100");
+  EXPECT_EQ(with_port.targets, (std::vector<std::string>{"x:f", "y:g"}));
+  EXPECT_EQ(with_port.values.prefix, "ebpf");
+}
+
+TEST(PrometheusCli, LeavesTheRequiredTargetAlone) {
+  auto parsed = parse({"--prometheus", "./target-app:slow_op"});
+  EXPECT_EQ(parsed.values.listen, "127.0.0.1:9464");
+  EXPECT_EQ(parsed.targets, std::vector<std::string>{"./target-app:slow_op"});
+}
+
+TEST(PrometheusCli, BadAddressOrLonePrefixIsAParseError) {
+  EXPECT_THROW(parse({"--prometheus", "host:port", "x:f"}), CLI::ValidationError);
+  EXPECT_THROW(parse({"--prometheus", "./a:f", "./b:g"}), CLI::ValidationError);
+  EXPECT_THROW(parse({"--prometheus-prefix", "x", "a:b"}), CLI::RequiresError);
+}
+
+TEST(PrometheusCli, MakesASinkThatServes) {
+  auto parsed = parse({"--prometheus", "127.0.0.1:0", "--prometheus-prefix", "cli", "x:f"});
+  auto sink = make_prometheus_sink(parsed.values);
+  ASSERT_TRUE(sink) << sink.error().message();
+  ASSERT_NE(*sink, nullptr);
+  auto* prometheus = dynamic_cast<PrometheusSink*>(sink->get());
+  ASSERT_NE(prometheus, nullptr);
+  (*sink)->write(report_of(2));
+  httplib::Client client("127.0.0.1", prometheus->port());
+  auto response = client.Get("/metrics");
+  ASSERT_TRUE(response);
+  EXPECT_NE(response->body.find("cli_function_latency_ms_count{symbol=\"slow_op\","),
+            std::string::npos);
+  (*sink)->close();
+}
+
+TEST(PrometheusCli, PortInUseIsBadInput) {
+  HeldPort held;
+  auto parsed = parse({"--prometheus", std::to_string(held.port), "x:f"});
+  auto sink = make_prometheus_sink(parsed.values);
+  ASSERT_FALSE(sink);
+  EXPECT_EQ(sink.error().exit_code(), 2);
+  EXPECT_NE(sink.error().message().find("Address already in use"), std::string::npos)
+      << sink.error().message();
+}
+
+}  // namespace
+}  // namespace funclatency
