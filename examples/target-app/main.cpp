@@ -2,6 +2,7 @@
 // calls slow_op() once with a sleep drawn from a clustered distribution, then
 // fast_op() four times and cet_op() once. With --truth it writes what it
 // measured around every call, which the end-to-end tests compare with the tool.
+#include <CLI/CLI.hpp>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -9,8 +10,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "traced_functions.h"
 #include "workload_support.h"
@@ -38,11 +37,8 @@ struct Cluster {
   double weight;
 };
 // Rows 256-511, 512-1023, 1024-2047, 2048-4095, 4096-8191.
-constexpr std::array<Cluster, 5> kClusters{{{360, 40, 30},
-                                            {720, 80, 25},
-                                            {1450, 150, 20},
-                                            {2900, 300, 15},
-                                            {5800, 600, 10}}};
+constexpr std::array<Cluster, 5> kClusters{
+    {{360, 40, 30}, {720, 80, 25}, {1450, 150, 20}, {2900, 300, 15}, {5800, 600, 10}}};
 
 // Picks a cluster by weight, then a point with a triangular shape inside it.
 class SleepDistribution {
@@ -97,7 +93,8 @@ int main(int argc, char** argv) {
   funclatency::workload::RunControl control;
 
   Options options;
-  CLI::App app{"target-app: a program whose slow_op(), fast_op() and cet_op() funclatency can time"};
+  CLI::App app{
+      "target-app: a program whose slow_op(), fast_op() and cet_op() funclatency can time"};
   app.add_option("--calls", options.calls, "slow_op calls over all threads (0 = until SIGINT)");
   app.add_option("--threads", options.threads, "worker threads")->check(CLI::Range(1u, 1024u));
   app.add_option("--rate", options.rate, "slow_op calls per second per thread (0 = no limit)")
@@ -120,10 +117,9 @@ int main(int argc, char** argv) {
   control.announce_and_wait(options.wait_signal);
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < options.threads && !control.stop_requested(); ++t) {
-    std::uint64_t iterations = options.calls == 0
-                                   ? UINT64_MAX
-                                   : funclatency::workload::share_of_calls(options.calls,
-                                                                           options.threads, t);
+    std::uint64_t iterations = options.calls == 0 ? UINT64_MAX
+                                                  : funclatency::workload::share_of_calls(
+                                                        options.calls, options.threads, t);
     workers.emplace_back(run_worker, iterations, options.rate, options.seed + t, truths,
                          std::cref(control));
   }

@@ -5,9 +5,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <fstream>
+#include <unordered_set>
 
 namespace funclatency::workload {
 
@@ -16,6 +18,10 @@ std::size_t usec_row(std::uint64_t duration_ns) {
   if (usec < 2) return 0;
   std::size_t row = std::bit_width(usec) - 1;
   return row < kLog2Rows ? row : kLog2Rows - 1;
+}
+
+std::uint64_t edge_margin_us(std::uint64_t row_low_us) {
+  return std::max<std::uint64_t>(50, row_low_us / 16);
 }
 
 std::uint64_t monotonic_ns() {
@@ -61,6 +67,10 @@ void atomic_max(std::atomic<std::uint64_t>& target, std::uint64_t value) {
 }  // namespace
 
 void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted) {
+  // Functions this thread has already returned from once.
+  thread_local std::unordered_set<const FunctionTruth*> returned_before;
+  bool first_return_on_thread = returned_before.insert(this).second;
+  bool disturbed = preempted || first_return_on_thread;
   returned_.fetch_add(1, std::memory_order_relaxed);
   sum_ns_.fetch_add(duration_ns, std::memory_order_relaxed);
   atomic_min(min_ns_, duration_ns);
@@ -68,10 +78,12 @@ void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted) {
   std::size_t row = usec_row(duration_ns);
   rows_[row].fetch_add(1, std::memory_order_relaxed);
   std::uint64_t row_low_us = row == 0 ? 0 : (1ull << row);
-  if (row > 0 && duration_ns / 1000 - row_low_us < kEdgeMarginUs) {
+  // Each call is counted in at most one of the two: disturbed covers more.
+  if (disturbed) {
+    disturbed_[row].fetch_add(1, std::memory_order_relaxed);
+  } else if (row > 0 && duration_ns / 1000 - row_low_us < edge_margin_us(row_low_us)) {
     near_edge_[row].fetch_add(1, std::memory_order_relaxed);
   }
-  if (preempted) preempted_[row].fetch_add(1, std::memory_order_relaxed);
 }
 
 nlohmann::json FunctionTruth::to_json() const {
@@ -86,7 +98,7 @@ nlohmann::json FunctionTruth::to_json() const {
                     {"high_us", (2ull << row) - 1},
                     {"count", count},
                     {"near_edge", near_edge_[row].load()},
-                    {"preempted", preempted_[row].load()}});
+                    {"disturbed", disturbed_[row].load()}});
   }
   return {{"name", name_},
           {"calls", returned + abandoned},
@@ -95,7 +107,6 @@ nlohmann::json FunctionTruth::to_json() const {
           {"sum_ns", sum_ns_.load()},
           {"min_ns", returned == 0 ? 0 : min_ns_.load()},
           {"max_ns", max_ns_.load()},
-          {"edge_margin_us", kEdgeMarginUs},
           {"log2_usec", std::move(rows)}};
 }
 

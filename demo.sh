@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# funclatency demo: installs what the build needs, builds, and prints a latency
+# histogram every 2 seconds until Ctrl-C.
+#
+#   ./demo.sh                   time slow_op() of the bundled target-app
+#   SYM=fast_op ./demo.sh       time another function of target-app (fast_op, cet_op)
+#   ./demo.sh PATH FUNCTION     time FUNCTION of any binary, in every process running it
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if (($# != 0 && $# != 2)); then
+  echo "usage: $0 [PATH FUNCTION]   (SYM=name $0 times another function of target-app)" >&2
+  exit 2
+fi
+
+scripts/setup
+cmake -S . -B build
+cmake --build build -j"$(nproc)"
+
+if (($# == 2)); then
+  exec build/funclatency -i 2 "$1:$2"
+fi
+
+build/target-app >/dev/null &
+target_pid=$!
+# Whatever ends the demo (Ctrl-C, an error), the target-app goes with it.
+trap 'kill "$target_pid" 2>/dev/null || true; wait "$target_pid" 2>/dev/null || true' EXIT
+
+build/funclatency -i 2 "build/target-app:${SYM:-slow_op}" -p "$target_pid"

@@ -1,0 +1,485 @@
+"""Fixtures and helpers for funclatency's end-to-end tests.
+
+The tests run the real tool against real processes (examples/target-app and
+the workloads in tests/programs/workloads) and compare what it reports with
+the ground truth those programs measure themselves.
+
+Environment:
+  FUNCLATENCY_BUILD_DIR    build directory (default /work/main/build)
+  FUNCLATENCY_REQUIRE_BPF  "1": a test that needs BPF fails instead of skipping
+"""
+
+import ctypes
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+DEFAULT_BUILD_DIR = "/work/main/build"
+TOOL_ATTACH_TIMEOUT = 30.0  # seconds from start to the "Tracing " line
+READY_TIMEOUT = 10.0  # seconds for a workload to print "ready pid=N"
+EXIT_TIMEOUT = 10.0  # seconds for a process to exit once asked to
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "bpf: needs permission to load BPF and attach uprobes")
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("FUNCLATENCY_BUILD_DIR", DEFAULT_BUILD_DIR)).resolve()
+
+
+def require_bpf_strictly() -> bool:
+    return os.environ.get("FUNCLATENCY_REQUIRE_BPF") == "1"
+
+
+# --- Can this process load BPF and attach uprobes? --------------------------
+
+CAP_PERFMON = 38
+CAP_BPF = 39
+BPF_MAP_CREATE = 0
+BPF_MAP_TYPE_ARRAY = 2
+SYS_BPF_X86_64 = 321
+
+
+def _effective_capabilities() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return 0
+
+
+def _try_bpf_map_create() -> int:
+    """Creates (and closes) a one-entry array map; returns 0 or the errno."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = (ctypes.c_uint32 * 32)()  # union bpf_attr, zero-filled
+    attr[0], attr[1], attr[2], attr[3] = BPF_MAP_TYPE_ARRAY, 4, 4, 1
+    fd = libc.syscall(SYS_BPF_X86_64, BPF_MAP_CREATE, ctypes.byref(attr), ctypes.sizeof(attr))
+    if fd < 0:
+        return ctypes.get_errno()
+    os.close(fd)
+    return 0
+
+
+def bpf_unavailable_reason():
+    """None when BPF uprobes can be used here, else why not."""
+    caps = _effective_capabilities()
+    needed = (1 << CAP_BPF) | (1 << CAP_PERFMON)
+    if os.geteuid() != 0 and caps & needed != needed:
+        return "needs root or CAP_BPF+CAP_PERFMON"
+    if not Path("/sys/bus/event_source/devices/uprobe").exists():
+        return "the kernel has no uprobe PMU (/sys/bus/event_source/devices/uprobe)"
+    err = _try_bpf_map_create()
+    if err != 0:
+        return f"bpf(BPF_MAP_CREATE) failed: {os.strerror(err)}"
+    return None
+
+
+_bpf_reason_cache = []
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("bpf") is None:
+        return
+    if not _bpf_reason_cache:
+        _bpf_reason_cache.append(bpf_unavailable_reason())
+    reason = _bpf_reason_cache[0]
+    if reason is None:
+        return
+    if require_bpf_strictly():
+        pytest.fail(f"BPF is required (FUNCLATENCY_REQUIRE_BPF=1) but unavailable: {reason}")
+    pytest.skip(f"BPF not permitted: {reason}")
+
+
+# --- Binaries -----------------------------------------------------------------
+
+
+def _built(path: Path) -> Path:
+    if not path.is_file():
+        pytest.fail(f"{path} is not built; build it (cmake --build {build_dir()}) or set "
+                    "FUNCLATENCY_BUILD_DIR")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tool() -> Path:
+    return _built(build_dir() / "funclatency")
+
+
+@pytest.fixture(scope="session")
+def target_app() -> Path:
+    return _built(build_dir() / "target-app")
+
+
+@pytest.fixture(scope="session")
+def workload():
+    """workload("threads") -> path of tests/programs/workload-threads."""
+    return lambda name: _built(build_dir() / "tests" / "programs" / f"workload-{name}")
+
+
+# --- Processes ----------------------------------------------------------------
+
+
+class Process:
+    """A child process whose stdout and stderr are read by threads, line by
+    line, so a chatty child never blocks on a full pipe and tests can wait for
+    a given line with a timeout."""
+
+    def __init__(self, args, env=None, preexec_fn=None):
+        self.args = [str(a) for a in args]
+        self.popen = subprocess.Popen(
+            self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+            preexec_fn=preexec_fn)
+        self.pid = self.popen.pid
+        self._lines = {"stdout": [], "stderr": []}
+        self._new_line = threading.Condition()
+        self._readers = [
+            threading.Thread(target=self._read, args=(name, stream), daemon=True)
+            for name, stream in (("stdout", self.popen.stdout), ("stderr", self.popen.stderr))
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, name, stream):
+        for line in stream:
+            with self._new_line:
+                self._lines[name].append(line.rstrip("\n"))
+                self._new_line.notify_all()
+        with self._new_line:
+            self._new_line.notify_all()
+
+    def lines(self, name):
+        with self._new_line:
+            return list(self._lines[name])
+
+    def text(self, name):
+        return "\n".join(self.lines(name))
+
+    def wait_for_line(self, name, pattern, timeout):
+        """Returns the first line of stream `name` matching regex `pattern`;
+        fails the test if the process exits or `timeout` passes first."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._new_line:
+            while True:
+                for line in self._lines[name]:
+                    if regex.search(line):
+                        return line
+                if self.popen.poll() is not None and not any(r.is_alive() for r in self._readers):
+                    pytest.fail(f"{self.args[0]} exited with {self.popen.returncode} before "
+                                f"printing /{pattern}/ on {name}\n{self.describe()}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    pytest.fail(f"{self.args[0]} printed no /{pattern}/ on {name} within "
+                                f"{timeout}s\n{self.describe()}")
+                self._new_line.wait(min(remaining, 0.2))
+
+    def wait(self, timeout):
+        """Waits for exit; returns the exit code, or None on timeout."""
+        try:
+            code = self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        for reader in self._readers:
+            reader.join(timeout=5)
+        return code
+
+    def send(self, signum):
+        if self.popen.poll() is None:
+            self.popen.send_signal(signum)
+
+    def stop(self, signum=signal.SIGINT, timeout=EXIT_TIMEOUT):
+        """Sends `signum` and waits; fails the test if the process lingers."""
+        self.send(signum)
+        code = self.wait(timeout)
+        if code is None:
+            pytest.fail(f"{self.args[0]} did not exit within {timeout}s of signal {signum}\n"
+                        f"{self.describe()}")
+        return code
+
+    def kill(self):
+        if self.popen.poll() is None:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.wait(5)
+
+    def describe(self):
+        return (f"command: {' '.join(self.args)}\n--- stdout ---\n{self.text('stdout')[-4000:]}"
+                f"\n--- stderr ---\n{self.text('stderr')[-4000:]}")
+
+
+class Processes:
+    """Starts processes for one test and kills whatever is left at teardown."""
+
+    def __init__(self, tmp_path: Path):
+        self.tmp_path = tmp_path
+        self._started = []
+
+    def spawn(self, args, **kwargs) -> Process:
+        process = Process(args, **kwargs)
+        self._started.append(process)
+        return process
+
+    def start_tool(self, tool: Path, args, **kwargs) -> Process:
+        """Starts funclatency and waits until it says every probe is attached."""
+        process = self.spawn([tool, *args], **kwargs)
+        process.wait_for_line("stderr", r"^Tracing ", TOOL_ATTACH_TIMEOUT)
+        return process
+
+    def start_workload(self, program: Path, args=(), wait_signal=True) -> "Workload":
+        truth_path = self.tmp_path / f"truth-{program.name}-{len(self._started)}.json"
+        extra = ["--wait-signal"] if wait_signal else []
+        process = self.spawn([program, *extra, "--truth", truth_path, *args])
+        process.wait_for_line("stdout", r"^ready pid=\d+", READY_TIMEOUT)
+        return Workload(process, truth_path)
+
+    def kill_all(self):
+        for process in reversed(self._started):
+            process.kill()
+
+
+class Workload:
+    """A test program started with --wait-signal and --truth."""
+
+    def __init__(self, process: Process, truth_path: Path):
+        self.process = process
+        self.truth_path = truth_path
+        self.pid = process.pid
+
+    def start(self):
+        os.kill(self.pid, signal.SIGUSR1)
+
+    def finish(self, timeout=120.0) -> dict:
+        """Waits for a normal exit and returns the truth it wrote."""
+        code = self.process.wait(timeout)
+        if code is None:
+            pytest.fail(f"workload did not finish within {timeout}s\n{self.process.describe()}")
+        if code != 0:
+            how = (f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit code {code}")
+            hint = ""
+            if "terminate called" in self.process.text("stderr"):
+                hint = ("\n(a C++ exception could not unwind through a traced function: a "
+                        "return probe replaces the return address with a trampoline that has "
+                        "no unwind info)")
+            pytest.fail(f"workload {how} while traced{hint}\n{self.process.describe()}")
+        return Truth(json.loads(self.truth_path.read_text()))
+
+
+@pytest.fixture
+def procs(tmp_path):
+    processes = Processes(tmp_path)
+    yield processes
+    processes.kill_all()
+
+
+def run_tool(tool: Path, args, timeout=30.0, **kwargs) -> subprocess.CompletedProcess:
+    """Runs funclatency to completion (for inputs it must refuse)."""
+    return subprocess.run([str(tool), *map(str, args)], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+# --- Ground truth and the tool's reports ---------------------------------------
+
+
+def usec_row(low_us: int) -> int:
+    """libbpf-tools' log2 slot of a row starting at `low_us`."""
+    return 0 if low_us < 2 else low_us.bit_length() - 1
+
+
+class Truth:
+    """The JSON a workload writes: per function, calls and a log2 usec
+    histogram, with the calls a tracer may legitimately see in a lower row."""
+
+    def __init__(self, data: dict):
+        self.data = data
+        self.functions = {f["name"]: f for f in data["functions"]}
+
+    def function(self, name) -> dict:
+        return self.functions[name]
+
+    def rows(self, name) -> dict:
+        return {r["row"]: r["count"] for r in self.functions[name]["log2_usec"]}
+
+
+def parse_json_records(text: str) -> list:
+    records = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            records.append(json.loads(line))
+    return records
+
+
+def totals_by_symbol(text: str) -> dict:
+    """The "total" record per symbol from --json output."""
+    totals = {}
+    for record in parse_json_records(text):
+        if record.get("type") == "total":
+            assert record["symbol"] not in totals, f"two total records for {record['symbol']}"
+            totals[record["symbol"]] = record
+    return totals
+
+
+def rows_from_json(record: dict) -> dict:
+    """{row: count} from a record's log2_buckets ([[low_ns, high_ns, count], ...])."""
+    rows = {}
+    for low_ns, high_ns, count in record["log2_buckets"]:
+        assert low_ns % 1000 == 0 and (high_ns + 1) % 1000 == 0, f"not usec rows: {record}"
+        rows[usec_row(low_ns // 1000)] = count
+    return rows
+
+
+CONSOLE_ROW = re.compile(r"^\s*(\d+)\s*->\s*(\d+)\s*:?\s+(\d+)\s*\|")
+
+
+def rows_from_console(lines) -> dict:
+    """{row: count} from log2 histogram lines (funclatency's or libbpf-tools')."""
+    rows = {}
+    for line in lines:
+        match = CONSOLE_ROW.match(line)
+        if match:
+            low, count = int(match.group(1)), int(match.group(3))
+            if count:
+                rows[usec_row(low)] = count
+    return rows
+
+
+def rows_explained_by_truth(tool_rows: dict, truth_fn: dict):
+    """None when the tool's rows equal the truth's, or differ only by calls
+    the truth marks as movable: a call measured within the edge margin above
+    its row's lower edge may appear one row lower (probes fire inside the
+    measured interval), and a call whose thread was disturbed during the
+    measurement may appear in any lower row. Else a description of the
+    mismatch.
+
+    Each call may go to an interval of rows [low, own row]; the tool's rows
+    can be matched to the calls exactly when, for every contiguous range of
+    rows, the calls confined to it fit in the tool's counts there (Hall's
+    condition for interval bipartite graphs), with equal totals."""
+    fixed, near, disturbed = {}, {}, {}
+    for r in truth_fn["log2_usec"]:
+        row = r["row"]
+        near[row] = r["near_edge"]
+        disturbed[row] = r["disturbed"]
+        fixed[row] = r["count"] - r["near_edge"] - r["disturbed"]
+    truth_rows = {r["row"]: r["count"] for r in truth_fn["log2_usec"]}
+    tool_rows = {row: count for row, count in tool_rows.items() if count}
+    if tool_rows == truth_rows:
+        return None
+    table = "row  truth  tool  near_edge  disturbed\n" + "\n".join(
+        f"{row:3}  {truth_rows.get(row, 0):5}  {tool_rows.get(row, 0):4}  {near.get(row, 0):9}"
+        f"  {disturbed.get(row, 0):9}"
+        for row in sorted(set(truth_rows) | set(tool_rows)))
+    if sum(tool_rows.values()) != sum(truth_rows.values()):
+        return f"totals differ\n{table}"
+    top = max(set(truth_rows) | set(tool_rows))
+    for low in range(top + 1):
+        for high in range(low, top + 1):
+            confined = sum(fixed.get(r, 0) for r in range(low, high + 1))
+            confined += sum(near.get(r, 0) for r in range(low + 1, high + 1))
+            if low == 0:
+                confined += sum(disturbed.get(r, 0) for r in range(0, high + 1))
+            capacity = sum(tool_rows.get(r, 0) for r in range(low, high + 1))
+            if confined > capacity:
+                return (f"rows {low}..{high}: {confined} calls must be there, tool has "
+                        f"{capacity}\n{table}")
+    return None
+
+
+def assert_rows_match_truth(tool_rows: dict, truth_fn: dict, what: str):
+    mismatch = rows_explained_by_truth(tool_rows, truth_fn)
+    assert mismatch is None, f"{what}: log2 rows differ from ground truth: {mismatch}"
+
+
+# --- Breakpoints in a running process ---------------------------------------------
+
+
+def _symbol_value(binary: Path, symbol: str) -> int:
+    out = subprocess.run(["nm", "--defined-only", str(binary)], capture_output=True, text=True,
+                         check=True, timeout=30).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[2] == symbol and parts[1] in "tTwW":
+            return int(parts[0], 16)
+    raise AssertionError(f"{symbol} not found in {binary}")
+
+
+def _load_segments(binary: Path):
+    """[(vaddr, file_offset, file_size)] of the PT_LOAD segments."""
+    out = subprocess.run(["readelf", "-lW", str(binary)], capture_output=True, text=True,
+                         check=True, timeout=30).stdout
+    segments = []
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "LOAD":
+            segments.append((int(parts[2], 16), int(parts[1], 16), int(parts[4], 16)))
+    return segments
+
+
+def function_file_offset(binary: Path, symbol: str) -> int:
+    value = _symbol_value(binary, symbol)
+    for vaddr, offset, size in _load_segments(binary):
+        if vaddr <= value < vaddr + size:
+            return value - vaddr + offset
+    raise AssertionError(f"{symbol} at {value:#x} is in no LOAD segment of {binary}")
+
+
+def function_bytes_in_file(binary: Path, symbol: str, length=16) -> bytes:
+    with open(binary, "rb") as f:
+        f.seek(function_file_offset(binary, symbol))
+        return f.read(length)
+
+
+def function_bytes_in_process(pid: int, binary: Path, symbol: str, length=16) -> bytes:
+    """The function's first bytes as process `pid` currently sees them."""
+    file_offset = function_file_offset(binary, symbol)
+    real = os.path.realpath(binary)
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        parts = line.split(maxsplit=5)
+        if len(parts) < 6 or parts[5] != real:
+            continue
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        map_offset = int(parts[2], 16)
+        if map_offset <= file_offset < map_offset + (end - start):
+            with open(f"/proc/{pid}/mem", "rb") as mem:
+                mem.seek(start + file_offset - map_offset)
+                return mem.read(length)
+    raise AssertionError(f"{symbol} of {real} is not mapped in process {pid}")
+
+
+def wait_until(predicate, timeout, interval=0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def trace_workload(procs: Processes, tool: Path, program: Path, symbols, mode: str,
+                   workload_args=(), tool_args=()):
+    """Runs `program` from start to exit under `funclatency --json --mode MODE
+    -p PID program:SYMBOL...`; returns ({symbol: total record}, Truth). The
+    tool must exit by itself when the process does."""
+    work = procs.start_workload(program, workload_args)
+    targets = [f"{program}:{symbol}" for symbol in symbols]
+    traced = procs.start_tool(tool, ["--json", "--mode", mode, "-p", work.pid, *tool_args,
+                                     *targets])
+    work.start()
+    truth = work.finish()
+    code = traced.wait(EXIT_TIMEOUT)
+    assert code is not None, (f"funclatency did not exit within {EXIT_TIMEOUT}s after the -p "
+                              f"process exited\n{traced.describe()}")
+    assert code == 0, f"funclatency exited with {code}\n{traced.describe()}"
+    return totals_by_symbol(traced.text("stdout")), truth
