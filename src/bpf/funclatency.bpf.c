@@ -193,6 +193,9 @@ static __always_inline int complete_call(struct pt_regs *ctx, __u64 entry_sp, __
   stack->depth = depth - 1;
 
   struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+  if (config && config->subtract_ns) {
+    duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
+  }
   if (config && config->mode == FL_MODE_KERNEL)
     record_in_kernel(fn_id, duration_ns);
   else

@@ -79,8 +79,9 @@ struct fl_shadow_stack {
 
 /* Per-function settings user space may change while tracing. */
 struct fl_fn_config {
-  __u32 mode;  /* enum fl_mode */
-  __u32 flags; /* FL_FN_* */
+  __u32 mode;        /* enum fl_mode */
+  __u32 flags;       /* FL_FN_* */
+  __u64 subtract_ns; /* the probes' own cost, taken off every duration */
 };
 
 /* floor(log2(v)) for v > 0, branch by branch: clang 14's BPF backend

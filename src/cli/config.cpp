@@ -5,6 +5,11 @@
 namespace funclatency {
 
 void add_core_options(CLI::App& app, CommandLine& v) {
+  app.add_flag("--calibrate", v.calibrate,
+               "Measure what the probes add to a duration on this machine, print it, and exit\n"
+               "(alone: funclatency --calibrate)");
+  app.add_flag("--subtract-overhead", v.subtract_overhead,
+               "Calibrate first, then take the probes' own cost off every duration");
   app.add_option("TARGET", v.targets,
                  "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
                  "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.")
@@ -52,6 +57,9 @@ void add_core_options(CLI::App& app, CommandLine& v) {
 
 Result<Config> finish_config(const CommandLine& v) {
   Config config;
+  config.calibrate = v.calibrate;
+  config.subtract_overhead = v.subtract_overhead;
+
   config.targets = v.targets;
   if (v.pid > 0) config.pid = v.pid;
   config.interval = std::chrono::milliseconds(static_cast<int64_t>(v.interval_s * 1000));

@@ -33,6 +33,8 @@ struct Config {
   ModeChoice mode = ModeChoice::kAuto;
   double auto_threshold = 10000;
   ExitProbeChoice exit_probes = ExitProbeChoice::kAuto;
+  bool calibrate = false;          // measure the probes' own cost, print it, exit
+  bool subtract_overhead = false;  // take that cost off every duration
 };
 
 // Raw values CLI11 fills; turned into a Config by finish_config.
@@ -47,6 +49,7 @@ struct CommandLine {
   std::string mode = "auto";
   double auto_threshold = 10000;
   std::string exit_probes = "auto";
+  bool calibrate = false, subtract_overhead = false;
 };
 
 void add_core_options(CLI::App& app, CommandLine& values);

@@ -14,9 +14,11 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string_view>
 
 #include "cli/config.h"
 #include "collect/aggregator.h"
+#include "collect/calibration.h"
 #include "collect/trace_session.h"
 #include "output/console_sink.h"
 #include "output/json_sink.h"
@@ -99,6 +101,17 @@ Result<std::vector<ProbeSite>> resolve_all(const Config& config,
                      "narrow the pattern, or raise --max-functions");
   }
   return sites;
+}
+
+int run_calibration() {
+  libbpf_set_print(libbpf_print);
+  auto calibration = calibrate();
+  if (!calibration) {
+    report_error(calibration.error());
+    return calibration.error().exit_code();
+  }
+  std::fputs(format_calibration(*calibration).c_str(), stdout);
+  return 0;
 }
 
 int list_targets(const Config& config) {
@@ -188,12 +201,27 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values) {
     sinks.push_back(std::move(*prometheus));
   }
 
+  if (config.calibrate) return run_calibration();
+  std::optional<Calibration> calibration;
+  if (config.subtract_overhead) {
+    auto measured = calibrate();
+    if (!measured) {
+      report_error(measured.error());
+      return measured.error().exit_code();
+    }
+    calibration = *measured;
+    verbose(format_calibration(*calibration));
+  }
+
   LoadOptions load;
   load.unit_ns = config.unit_ns;
   load.filter_tgid = config.pid ? static_cast<uint32_t>(*config.pid) : 0;
   load.num_functions = static_cast<uint32_t>(sites->size());
   load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
-  for (const auto& plan : plans) load.function_flags.push_back(plan.fn_flags);
+  for (const auto& plan : plans) {
+    load.function_flags.push_back(plan.fn_flags);
+    load.function_subtract_ns.push_back(calibration ? calibration->for_plan(plan) : 0);
+  }
   auto probes = load_and_attach(load, *sites, plans, config.pid);
   if (!probes) {
     report_error(probes.error());
@@ -274,6 +302,9 @@ int main(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &stop_signals, nullptr);
   // A closed stdout shows up as a failed write, which stops the run cleanly.
   signal(SIGPIPE, SIG_IGN);
+
+  // --calibrate alone needs no TARGET, which the parser otherwise requires.
+  if (argc == 2 && std::string_view(argv[1]) == "--calibrate") return run_calibration();
 
   CLI::App app{
       "funclatency: time every call of a function with eBPF uprobes, and print the\n"

@@ -19,7 +19,8 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
     int err = errno_from(code);
     funclatency_bpf::destroy(skeleton);
     if (err == EPERM || err == EACCES) {
-      return bad_input(std::move(what), "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN", err);
+      return bad_input(std::move(what),
+                       "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN", err);
     }
     return runtime_error(std::move(what), err);
   };
@@ -45,8 +46,12 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
 
   auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));
   object->options_.function_flags.resize(entries, 0);
+  object->options_.function_subtract_ns.resize(entries, 0);
   for (uint32_t id = 0; id < entries; id++) {
-    if (options.initial_mode == 0 && object->options_.function_flags[id] == 0) continue;
+    if (options.initial_mode == 0 && object->options_.function_flags[id] == 0 &&
+        object->options_.function_subtract_ns[id] == 0) {
+      continue;
+    }
     if (auto set = object->set_mode(id, options.initial_mode); !set) {
       return std::unexpected(set.error());
     }
@@ -84,6 +89,7 @@ Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {
   fl_fn_config config{};
   config.mode = mode;
   config.flags = options_.function_flags[fn_id];
+  config.subtract_ns = options_.function_subtract_ns[fn_id];
   if (bpf_map_update_elem(fn_config_fd(), &fn_id, &config, BPF_ANY) < 0) {
     return runtime_error(fmt::format("set aggregation mode of function {}", fn_id), errno);
   }

@@ -35,6 +35,21 @@ CodeFacts analyze_code(std::span<const uint8_t> code, uint64_t address) {
       facts.decoded = false;
       break;
     }
+    if (insn->id == X86_INS_PUSH || insn->id == X86_INS_NOP || insn->id == X86_INS_CALL ||
+        cs_insn_group(handle, insn, CS_GRP_JUMP)) {
+      // Of these, x86 uprobes emulate push of a register, nop, and relative
+      // jumps and calls; indirect forms are single-stepped.
+      const cs_x86& ops = insn->detail->x86;
+      bool register_or_relative = ops.op_count == 0 || ops.operands[0].type == X86_OP_REG ||
+                                  ops.operands[0].type == X86_OP_IMM;
+      bool nop = insn->id == X86_INS_NOP;
+      bool push_register = insn->id == X86_INS_PUSH && ops.operands[0].type == X86_OP_REG;
+      bool relative =
+          insn->id != X86_INS_PUSH && ops.op_count == 1 && ops.operands[0].type == X86_OP_IMM;
+      if (register_or_relative && (nop || push_register || relative)) {
+        facts.emulated.push_back(insn->address);
+      }
+    }
     if (insn->id == X86_INS_RET) {
       facts.rets.push_back(insn->address);
       continue;
@@ -72,6 +87,8 @@ ProbePlan plan_from_code(const ProbeSite& site, std::span<const uint8_t> code,
     plan.entry_skip = 0;
   }
   if (jumped_to(site.address + plan.entry_skip)) plan.fn_flags |= FL_FN_JUMPS_TO_ENTRY;
+  plan.entry_emulated = std::binary_search(facts.emulated.begin(), facts.emulated.end(),
+                                           site.address + plan.entry_skip);
 
   if (choice == ExitProbeChoice::kReturnProbe) {
     plan.exit_description = "return probe (--exit-probes uretprobe)";

@@ -24,6 +24,7 @@
 namespace funclatency {
 
 struct CodeFacts {
+  std::vector<uint64_t> emulated;      // instructions the kernel's uprobes emulate
   std::vector<uint64_t> rets;          // addresses of ret instructions
   std::vector<uint64_t> tail_jumps;    // direct jumps that leave the function
   std::vector<uint64_t> jump_targets;  // targets of direct jumps inside it, sorted
@@ -37,7 +38,11 @@ enum class ExitProbeChoice { kAuto, kReturnProbe, kRetInstructions };
 
 struct ProbePlan {
   uint32_t entry_skip = 0;  // bytes past the function's start the entry probe sits at
-  uint32_t fn_flags = 0;    // FL_FN_* for the BPF side
+  // The kernel emulates the probed instruction (nop, push, jmp, call, jcc)
+  // rather than single-stepping it: ~10x cheaper, and it decides how much of
+  // the probes' cost lands inside a measured duration.
+  bool entry_emulated = false;
+  uint32_t fn_flags = 0;  // FL_FN_* for the BPF side
   bool use_ret_instructions = false;
   std::vector<uint64_t> ret_file_offsets;  // where ret probes go
   std::string exit_description;            // for -v

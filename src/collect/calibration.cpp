@@ -1,0 +1,128 @@
+#include "collect/calibration.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <array>
+#include <map>
+
+#include "collect/map_reader.h"
+#include "histogram/latency_histogram.h"
+#include "probe/uprobe_links.h"
+#include "symbols/elf_symbol_resolver.h"
+
+// Empty functions with known first instructions: `push` is emulated by the
+// kernel's uprobes, `mov` is single-stepped. Written in assembly so no
+// compiler flag (CET, frame pointers) changes them; one copy per exit kind
+// so each case is traced alone.
+asm(R"(
+  .text
+  .macro funclatency_calibration name, first
+  .globl \name
+  .type \name, @function
+\name:
+  \first
+  pop %rbp
+  ret
+  .size \name, .-\name
+  .endm
+  funclatency_calibration fl_calibration_emulated_uretprobe, "push %rbp"
+  funclatency_calibration fl_calibration_emulated_ret, "push %rbp"
+  funclatency_calibration fl_calibration_stepped_uretprobe, "mov %rsp, %rax; push %rbp"
+  funclatency_calibration fl_calibration_stepped_ret, "mov %rsp, %rax; push %rbp"
+)");
+
+extern "C" {
+void fl_calibration_emulated_uretprobe();
+void fl_calibration_emulated_ret();
+void fl_calibration_stepped_uretprobe();
+void fl_calibration_stepped_ret();
+}
+
+namespace funclatency {
+
+namespace {
+
+struct Case {
+  const char* symbol;
+  void (*function)();
+  bool emulated;
+  bool ret_instructions;
+};
+
+constexpr std::array<Case, 4> kCases = {{
+    {"fl_calibration_emulated_uretprobe", fl_calibration_emulated_uretprobe, true, false},
+    {"fl_calibration_emulated_ret", fl_calibration_emulated_ret, true, true},
+    {"fl_calibration_stepped_uretprobe", fl_calibration_stepped_uretprobe, false, false},
+    {"fl_calibration_stepped_ret", fl_calibration_stepped_ret, false, true},
+}};
+
+Result<std::string> own_executable() {
+  std::string path(4096, '\0');
+  ssize_t length = readlink("/proc/self/exe", path.data(), path.size());
+  if (length <= 0) return runtime_error("find funclatency's own executable", errno);
+  path.resize(static_cast<size_t>(length));
+  return path;
+}
+
+}  // namespace
+
+Result<Calibration> calibrate(uint64_t calls_per_case) {
+  auto exe = own_executable();
+  if (!exe) return std::unexpected(exe.error());
+  ElfSymbolResolver resolver;
+  std::vector<ProbeSite> sites;
+  std::vector<ProbePlan> plans;
+  for (const Case& c : kCases) {
+    auto found = resolver.resolve(TargetSpec{*exe, c.symbol, false}, ResolveOptions{});
+    if (!found) return std::unexpected(found.error());
+    if (found->size() != 1) return runtime_error(fmt::format("find {} in {}", c.symbol, *exe));
+    auto plan = plan_probes(found->front(), c.ret_instructions ? ExitProbeChoice::kRetInstructions
+                                                               : ExitProbeChoice::kReturnProbe);
+    if (!plan) return std::unexpected(plan.error());
+    if (plan->entry_emulated != c.emulated || plan->use_ret_instructions != c.ret_instructions) {
+      return runtime_error(fmt::format("place calibration probes on {}", c.symbol));
+    }
+    sites.push_back(found->front());
+    plans.push_back(std::move(*plan));
+  }
+
+  LoadOptions load;
+  load.unit_ns = 1;
+  load.filter_tgid = static_cast<uint32_t>(getpid());
+  load.num_functions = static_cast<uint32_t>(sites.size());
+  load.initial_mode = FL_MODE_KERNEL;
+  load.ringbuf_bytes = 4096;
+  auto probes = load_and_attach(load, sites, plans, getpid());
+  if (!probes) return std::unexpected(probes.error());
+
+  for (const Case& c : kCases) {
+    for (uint64_t i = 0; i < calls_per_case; i++) c.function();
+  }
+  probes->links.detach_all();
+
+  Calibration calibration;
+  calibration.calls_per_case = calls_per_case;
+  MapReader reader(probes->object->fn_stats_fd(), probes->object->fn_lost_fd());
+  for (uint32_t fn = 0; fn < kCases.size(); fn++) {
+    auto totals = reader.read_totals(fn);
+    if (!totals) return std::unexpected(totals.error());
+    LatencyHistogram histogram(1);
+    histogram.add_counts(totals->buckets, totals->count, totals->sum_ns, totals->min_ns,
+                         totals->max_ns);
+    calibration.median_ns[kCases[fn].emulated ? 1 : 0][kCases[fn].ret_instructions ? 1 : 0] =
+        histogram.percentile_ns(0.5);
+  }
+  return calibration;
+}
+
+std::string format_calibration(const Calibration& c) {
+  return fmt::format(
+      "Probe overhead inside a measured duration (median of {} calls of an empty function):\n"
+      "  entry instruction   exit by return probe   exit by ret-instruction probe\n"
+      "  emulated (push/nop) {:>17} ns {:>28} ns\n"
+      "  single-stepped      {:>17} ns {:>28} ns\n",
+      c.calls_per_case, c.median_ns[1][0], c.median_ns[1][1], c.median_ns[0][0], c.median_ns[0][1]);
+}
+
+}  // namespace funclatency
