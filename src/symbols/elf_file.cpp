@@ -168,6 +168,18 @@ Result<void> ElfFile::load(const char* what) {
                      std::to_string(header.e_type) + ")");
   }
 
+  // A cut-off copy keeps a valid header; its tables then point past the end,
+  // where libelf would quietly find no sections (and the file would look
+  // stripped).
+  const uint64_t program_headers_end =
+      header.e_phoff + uint64_t{header.e_phnum} * header.e_phentsize;
+  const uint64_t section_headers_end =
+      header.e_shoff + uint64_t{header.e_shnum} * header.e_shentsize;
+  if (program_headers_end > image_->size || section_headers_end > image_->size) {
+    return bad_input(name + " is a malformed ELF file: its headers extend past the end of the "
+                            "file (truncated?)");
+  }
+
   size_t program_header_count = 0;
   if (elf_getphdrnum(elf.get(), &program_header_count) != 0) {
     return bad_input(name + " is a malformed ELF file (program headers): " + libelf_message());

@@ -487,13 +487,7 @@ def test_function_only_target_needs_pid(tool):
 
 
 @pytest.mark.bpf
-@pytest.mark.parametrize("cut", [
-    "header",
-    pytest.param("half", marks=pytest.mark.xfail(
-        strict=True, reason="tool bug: a copy cut in half (section headers past the end of "
-        "the file) is reported as 'it has no function symbols: stripped, and no debug file "
-        "found' instead of as a truncated or malformed ELF file")),
-])
+@pytest.mark.parametrize("cut", ["header", "half"])
 def test_malformed_elf(tool, naming, waiting_app, tmp_path, cut):
     """A truncated copy of a real binary: cut inside the ELF header, or in
     the middle (its section headers, at the end, are gone)."""
