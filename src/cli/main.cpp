@@ -22,6 +22,7 @@
 #include "collect/trace_session.h"
 #include "output/console_sink.h"
 #include "output/json_sink.h"
+#include "output/otlp/otlp_cli.h"
 #include "output/prometheus/prometheus_cli.h"
 #include "probe/bpf_object.h"
 #include "probe/uprobe_links.h"
@@ -138,7 +139,7 @@ int list_targets(const Config& config) {
   return 0;
 }
 
-std::string describe_targets(const std::vector<ProbeSite>& sites) {
+std::string describe_targets(const std::vector<AttachedSite>& sites) {
   if (sites.size() == 1) return fmt::format("\"{}\"", sites[0].symbol);
   return fmt::format("\"{}\" and {} more", sites[0].symbol, sites.size() - 1);
 }
@@ -156,7 +157,8 @@ const char* mode_statement(ModeChoice mode) {
          "switches to in-kernel aggregation";
 }
 
-int run(const Config& config, const PrometheusCliValues& prometheus_values) {
+int run(const Config& config, const PrometheusCliValues& prometheus_values,
+        const OtlpCliValues& otlp_values) {
   g_verbose = config.verbose;
   libbpf_set_print(libbpf_print);
   auto verbose = [&config](const std::string& line) {
@@ -201,6 +203,20 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values) {
     sinks.push_back(std::move(*prometheus));
   }
 
+  if (otlp_values.enabled) {
+    auto otlp = make_otlp_sink(
+        otlp_values, current_environment(), detect_export_context(config.pid.value_or(0)),
+        [](std::string_view line) {
+          std::fprintf(stderr, "funclatency: %.*s\n", static_cast<int>(line.size()), line.data());
+        });
+    if (!otlp) {
+      report_error(otlp.error());
+      return otlp.error().exit_code();
+    }
+    live_sinks.push_back(otlp->get());
+    sinks.push_back(std::move(*otlp));
+  }
+
   if (config.calibrate) return run_calibration();
   std::optional<Calibration> calibration;
   if (config.subtract_overhead) {
@@ -238,18 +254,32 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values) {
         site.exit_description));
   }
 
+  const auto& dropped = probes->links.dropped();
+  if (!dropped.empty()) {
+    std::string names;
+    for (size_t i = 0; i < dropped.size() && i < 5; i++)
+      names += (i ? ", " : "") + dropped[i].symbol;
+    if (dropped.size() > 5) names += fmt::format(" and {} more", dropped.size() - 5);
+    std::fprintf(stderr, "funclatency: skipping %zu function%s the kernel cannot probe: %s\n",
+                 dropped.size(), dropped.size() == 1 ? "" : "s", names.c_str());
+    for (const auto& function : dropped) verbose(function.symbol + ": " + function.reason);
+  }
+  const auto& traced = probes->links.sites();
+
+  // A group per traced function (one for all with --merge); dropped
+  // functions report nowhere.
   std::vector<ReportGroup> groups;
-  std::vector<uint32_t> group_of_function;
-  for (const auto& site : *sites) {
+  std::vector<uint32_t> group_of_function(sites->size(), kNoGroup);
+  for (const auto& site : traced) {
     if (config.merge && !groups.empty()) {
-      group_of_function.push_back(0);
+      group_of_function[site.fn_id] = 0;
       continue;
     }
-    group_of_function.push_back(static_cast<uint32_t>(groups.size()));
+    group_of_function[site.fn_id] = static_cast<uint32_t>(groups.size());
     groups.push_back({site.symbol, site.binary, config.pid.value_or(0)});
   }
-  if (config.merge && sites->size() > 1) {
-    groups[0].symbol = fmt::format("{} functions matching {}", sites->size(), config.targets[0]);
+  if (config.merge && traced.size() > 1) {
+    groups[0].symbol = fmt::format("{} functions matching {}", traced.size(), config.targets[0]);
   }
   Aggregator aggregator(std::move(groups), std::move(group_of_function), config.unit_ns,
                         std::chrono::system_clock::now());
@@ -277,8 +307,8 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values) {
   TraceSession session(*probes->object, aggregator, sink_pointers, session_options, signal_fd,
                        [&probes] { probes->links.detach_all(); });
 
-  std::fprintf(stderr, "Tracing %zu function%s for %s (%s)... Hit Ctrl-C to end.\n", sites->size(),
-               sites->size() == 1 ? "" : "s", describe_targets(*sites).c_str(),
+  std::fprintf(stderr, "Tracing %zu function%s for %s (%s)... Hit Ctrl-C to end.\n", traced.size(),
+               traced.size() == 1 ? "" : "s", describe_targets(traced).c_str(),
                mode_statement(config.mode));
   auto stopped = session.run();
   ::close(signal_fd);
@@ -316,6 +346,8 @@ int main(int argc, char** argv) {
   add_core_options(app, values);
   PrometheusCliValues prometheus_values;
   add_prometheus_options(app, prometheus_values);
+  OtlpCliValues otlp_values;
+  add_otlp_options(app, otlp_values);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -331,5 +363,5 @@ int main(int argc, char** argv) {
     report_error(config.error());
     return config.error().exit_code();
   }
-  return run(*config, prometheus_values);
+  return run(*config, prometheus_values, otlp_values);
 }

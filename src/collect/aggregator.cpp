@@ -23,14 +23,14 @@ Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> gr
 }
 
 void Aggregator::on_event(uint32_t fn_id, uint64_t duration_ns) {
-  if (fn_id >= group_of_function_.size()) return;
+  if (!reports_to_a_group(fn_id)) return;
   fn_interval_calls_[fn_id]++;
   reports_[group_of_function_[fn_id]].interval.record(duration_ns);
 }
 
 void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
                                   const KernelTotals& now) {
-  if (fn_id >= group_of_function_.size() || now.count <= before.count) return;
+  if (!reports_to_a_group(fn_id) || now.count <= before.count) return;
   std::array<uint64_t, LatencyHistogram::kNumBuckets> delta{};
   for (size_t i = 0; i < delta.size(); i++) delta[i] = now.buckets[i] - before.buckets[i];
   uint64_t calls = now.count - before.count;
@@ -61,7 +61,7 @@ void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
 }
 
 void Aggregator::on_lost(uint32_t fn_id, const LostCounts& delta) {
-  if (fn_id >= group_of_function_.size()) return;
+  if (!reports_to_a_group(fn_id)) return;
   reports_[group_of_function_[fn_id]].interval_lost += delta;
 }
 
@@ -73,6 +73,7 @@ void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
   // A group's mode is its functions' mode, or "mixed" when they differ.
   for (auto& report : reports) report.mode.clear();
   for (uint32_t fn_id = 0; fn_id < group_of_function_.size(); fn_id++) {
+    if (!reports_to_a_group(fn_id)) continue;
     std::string& mode = reports[group_of_function_[fn_id]].mode;
     if (mode.empty())
       mode = fn_mode_[fn_id];

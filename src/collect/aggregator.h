@@ -11,6 +11,9 @@
 
 namespace funclatency {
 
+// group_of_function value for a function that reports nowhere.
+inline constexpr uint32_t kNoGroup = UINT32_MAX;
+
 struct ReportGroup {
   std::string symbol;
   std::string binary;
@@ -50,6 +53,9 @@ class Aggregator {
 
  private:
   void fill_modes(std::vector<FunctionReport>& reports) const;
+  bool reports_to_a_group(uint32_t fn_id) const {
+    return fn_id < group_of_function_.size() && group_of_function_[fn_id] < reports_.size();
+  }
 
   std::vector<FunctionReport> reports_;
   std::vector<uint32_t> group_of_function_;

@@ -26,7 +26,7 @@ struct SessionOptions {
   std::optional<int> pid;  // stop when this process exits
   ModeChoice mode = ModeChoice::kAuto;
   ModePolicyOptions policy;
-  std::chrono::milliseconds poll_period{20};
+  std::chrono::milliseconds poll_period{100};
   // Sinks that also get the running totals every live_period (exporters).
   std::vector<Sink*> live_sinks;
   std::chrono::milliseconds live_period{1000};

@@ -4,6 +4,8 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include "probe/privileges.h"
+
 extern "C" {
 #include "bpf/funclatency.h"
 }
@@ -20,7 +22,7 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
     funclatency_bpf::destroy(skeleton);
     if (err == EPERM || err == EACCES) {
       return bad_input(std::move(what),
-                       "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN", err);
+                       privilege_hint(), err);
     }
     return runtime_error(std::move(what), err);
   };

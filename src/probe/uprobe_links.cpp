@@ -2,6 +2,8 @@
 
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
+
+#include "probe/privileges.h"
 #include <unistd.h>
 
 #include <map>
@@ -32,7 +34,7 @@ namespace {
 Error attach_error(std::string what, int err, int pid) {
   if (err == EPERM || err == EACCES) {
     return Error{ErrorKind::kBadInput, std::move(what), err,
-                 "run as root, or grant CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN"};
+                 privilege_hint()};
   }
   if (err == ESRCH) {
     return Error{ErrorKind::kBadInput, std::move(what), err,
@@ -68,6 +70,13 @@ const char* name_of(ProbeKind kind) {
   return "ret-instruction uprobe";
 }
 
+// The kernel's answer for an instruction uprobes cannot handle.
+constexpr int kErrnoNotSupported = 524;  // ENOTSUPP, kernel-internal
+
+bool refused_by_kernel(int err) {
+  return err == kErrnoNotSupported || err == ENOEXEC;
+}
+
 struct ProbePoint {
   uint64_t offset;
   uint64_t cookie;
@@ -76,14 +85,16 @@ struct ProbePoint {
 
 }  // namespace
 
-Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const ProbeSite> sites,
-                                        std::span<const ProbePlan> plans, std::optional<int> pid,
-                                        AttachMethod method) {
+Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const ProbeSite> sites,
+                                      std::span<const ProbePlan> plans, int pid,
+                                      AttachMethod method,
+                                      const std::map<uint32_t, std::string>& skip,
+                                      std::map<uint32_t, std::string>& refused) {
   // Every probe point, grouped by file and kind: a uprobe_multi link covers
   // one file and one program.
   std::map<std::pair<std::string, ProbeKind>, std::vector<ProbePoint>> groups;
-  UprobeLinks result;
   for (uint32_t fn_id = 0; fn_id < sites.size(); fn_id++) {
+    if (skip.contains(fn_id)) continue;
     const ProbeSite& site = sites[fn_id];
     const ProbePlan& plan = plans[fn_id];
     uint64_t entry = site.file_offset + plan.entry_skip;
@@ -95,11 +106,8 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
     } else {
       groups[{site.binary, ProbeKind::kReturn}].push_back({entry, fn_id, &site});
     }
-    result.sites_.push_back(AttachedSite{fn_id, site.binary, site.symbol, entry, plan.entry_skip,
-                                         plan.exit_description});
   }
 
-  int target_pid = pid.value_or(-1);
   for (const auto& [key, points] : groups) {
     const auto& [binary, kind] = key;
     bpf_program* program = program_of(object, kind);
@@ -111,13 +119,28 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
         cookies.push_back(point.cookie);
       }
       auto fd = create_uprobe_multi_link(bpf_program__fd(program), binary, offsets, cookies,
-                                         is_return, target_pid);
-      if (!fd) {
-        return std::unexpected(
-            attach_error(fmt::format("attach {} {}s to {}", points.size(), name_of(kind), binary),
-                         fd.error().errno_value, target_pid));
+                                         is_return, pid);
+      if (fd) {
+        links_.push_back(ProbeLink::from_fd(*fd));
+        continue;
       }
-      result.links_.push_back(ProbeLink::from_fd(*fd));
+      int err = fd.error().errno_value;
+      if (!refused_by_kernel(err)) {
+        return std::unexpected(attach_error(
+            fmt::format("attach {} {}s to {}", points.size(), name_of(kind), binary), err, pid));
+      }
+      // One refused point fails the whole link: find which, one at a time.
+      for (const auto& point : points) {
+        uint64_t offset = point.offset, cookie = point.cookie;
+        auto single = create_uprobe_multi_link(bpf_program__fd(program), binary, {&offset, 1},
+                                               {&cookie, 1}, is_return, pid);
+        if (single) {
+          ::close(*single);
+        } else if (refused_by_kernel(single.error().errno_value)) {
+          refused.emplace(point.cookie, fmt::format("the kernel cannot place a {} at 0x{:x}",
+                                                    name_of(kind), point.offset));
+        }
+      }
       continue;
     }
     for (const auto& point : points) {
@@ -126,15 +149,58 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
       opts.bpf_cookie = point.cookie;
       opts.retprobe = is_return;
       bpf_link* link =
-          bpf_program__attach_uprobe_opts(program, target_pid, binary.c_str(), point.offset, &opts);
-      if (!link) {
-        return std::unexpected(
-            attach_error(fmt::format("attach {} to {}:{} at 0x{:x}", name_of(kind), binary,
-                                     point.site->symbol, point.offset),
-                         errno, target_pid));
+          bpf_program__attach_uprobe_opts(program, pid, binary.c_str(), point.offset, &opts);
+      if (link) {
+        links_.push_back(ProbeLink::from_libbpf(link));
+        continue;
       }
-      result.links_.push_back(ProbeLink::from_libbpf(link));
+      int err = errno;
+      if (refused_by_kernel(err)) {
+        refused.emplace(point.cookie, fmt::format("the kernel cannot place a {} at 0x{:x}",
+                                                  name_of(kind), point.offset));
+        continue;
+      }
+      return std::unexpected(attach_error(fmt::format("attach {} to {}:{} at 0x{:x}", name_of(kind),
+                                                      binary, point.site->symbol, point.offset),
+                                          err, pid));
     }
+  }
+  return {};
+}
+
+Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const ProbeSite> sites,
+                                        std::span<const ProbePlan> plans, std::optional<int> pid,
+                                        AttachMethod method) {
+  UprobeLinks result;
+  int target_pid = pid.value_or(-1);
+  std::map<uint32_t, std::string> refused;
+  auto first = result.attach_pass(object, sites, plans, target_pid, method, {}, refused);
+  if (!first) return std::unexpected(first.error());
+  if (!refused.empty()) {
+    // Again without the refused functions, so no function is half-probed.
+    result.links_.clear();
+    std::map<uint32_t, std::string> again;
+    auto second = result.attach_pass(object, sites, plans, target_pid, method, refused, again);
+    if (!second) return std::unexpected(second.error());
+    if (!again.empty())
+      return runtime_error("attach probes: the kernel refused a probe it took before");
+  }
+  if (refused.size() == sites.size() && !sites.empty()) {
+    const auto& [fn_id, reason] = *refused.begin();
+    return bad_input(
+        fmt::format("cannot probe {} in {}: {}", sites[fn_id].symbol, sites[fn_id].binary, reason),
+        "uprobes cannot take this function's first instruction");
+  }
+  for (uint32_t fn_id = 0; fn_id < sites.size(); fn_id++) {
+    const ProbeSite& site = sites[fn_id];
+    const ProbePlan& plan = plans[fn_id];
+    if (auto it = refused.find(fn_id); it != refused.end()) {
+      result.dropped_.push_back(DroppedFunction{fn_id, site.symbol, it->second});
+      continue;
+    }
+    result.sites_.push_back(AttachedSite{fn_id, site.binary, site.symbol,
+                                         site.file_offset + plan.entry_skip, plan.entry_skip,
+                                         plan.exit_description});
   }
   return result;
 }

@@ -2,6 +2,7 @@
 // an error or an exit path can never leave a probe behind.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -49,21 +50,39 @@ struct AttachedSite {
 
 enum class AttachMethod { kUprobeMulti, kPerfEvent };
 
+// A function left out because the kernel refused a probe on it (uprobes
+// cannot take some instructions, e.g. VEX-encoded ones, as the probed one).
+struct DroppedFunction {
+  uint32_t fn_id = 0;
+  std::string symbol;
+  std::string reason;
+};
+
 class UprobeLinks {
  public:
   // Attaches the probes `plans[i]` places to site i; the site's index is its
-  // function id (the attach cookie). On failure everything attached so far
-  // is detached before returning.
+  // function id (the attach cookie). A function the kernel refuses to probe
+  // is left out (dropped()); when every one is, that is an error. On failure
+  // everything attached so far is detached before returning.
   static Result<UprobeLinks> attach(const BpfObject& object, std::span<const ProbeSite> sites,
                                     std::span<const ProbePlan> plans, std::optional<int> pid,
                                     AttachMethod method);
   const std::vector<AttachedSite>& sites() const { return sites_; }
+  const std::vector<DroppedFunction>& dropped() const { return dropped_; }
   size_t link_count() const { return links_.size(); }
   void detach_all() { links_.clear(); }
 
  private:
+  // One pass over every probe point; functions in `skip` are left out, and
+  // functions whose probe the kernel refuses are added to `refused`.
+  Result<void> attach_pass(const BpfObject& object, std::span<const ProbeSite> sites,
+                           std::span<const ProbePlan> plans, int pid, AttachMethod method,
+                           const std::map<uint32_t, std::string>& skip,
+                           std::map<uint32_t, std::string>& refused);
+
   std::vector<ProbeLink> links_;
   std::vector<AttachedSite> sites_;
+  std::vector<DroppedFunction> dropped_;
 };
 
 // The BPF object with every probe attached: uprobe_multi links where the

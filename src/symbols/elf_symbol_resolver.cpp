@@ -179,7 +179,7 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
     if (table.functions.empty()) {
       hint = "it has no function symbols: stripped, and no debug file found";
     }
-    return bad_input("no " + matcher->describe() + " in " + path, hint);
+    return bad_input(matcher->describe_no_match() + " in " + path, hint);
   }
 
   Resolution resolution;

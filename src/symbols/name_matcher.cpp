@@ -24,6 +24,17 @@ Result<NameMatcher> NameMatcher::create(const std::string& function, bool regex)
   matcher.text_ = function;
   if (regex) {
     matcher.kind_ = Kind::kRegex;
+    // glibc's regcomp takes exponential time and memory on stacked
+    // repetition operators ("a++++"), which POSIX leaves undefined anyway.
+    for (size_t i = 1; i < function.size(); i++) {
+      auto repeats = [](char c) { return c == '*' || c == '+' || c == '?' || c == '}'; };
+      bool escaped = function[i - 1] == '\\' || (i >= 2 && function[i - 2] == '\\');
+      if (repeats(function[i]) && repeats(function[i - 1]) && function[i] != '}' && !escaped) {
+        return bad_input("regex \"" + function + "\" repeats a repetition (\"" +
+                             function.substr(i - 1, 2) + "\")",
+                         "write one operator, e.g. \"a+\" instead of \"a++\"");
+      }
+    }
     auto compiled = std::make_shared<CompiledRegex>();
     const int status = regcomp(&compiled->compiled, function.c_str(), REG_EXTENDED | REG_NOSUB);
     if (status != 0) {
@@ -57,6 +68,11 @@ bool NameMatcher::matches(const SymbolNames& names) const {
   if (matches_one(names.raw)) return true;
   if (names.demangled != names.raw && matches_one(names.demangled)) return true;
   return names.unqualified != names.demangled && matches_one(names.unqualified);
+}
+
+std::string NameMatcher::describe_no_match() const {
+  if (kind_ == Kind::kExact) return "no " + describe();
+  return "no function matches " + describe();
 }
 
 std::string NameMatcher::describe() const {

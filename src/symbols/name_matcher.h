@@ -31,6 +31,8 @@ class NameMatcher {
   bool matches(const SymbolNames& names) const;
   // "function \"slow_op\"", "pattern \"slow_*\"", "regex \"^slow\"".
   std::string describe() const;
+  // "no function \"f\"", "no function matches pattern \"f*\"".
+  std::string describe_no_match() const;
   const std::string& text() const { return text_; }
 
  private:

@@ -45,8 +45,12 @@ Result<std::string> process_executable(int pid) {
   const ssize_t length = readlink(link.c_str(), buffer, sizeof buffer - 1);
   if (length < 0) {
     const int err = errno;
-    return runtime_error("read the executable of PID " + std::to_string(pid) + " (" + link + ")",
-                         err, err == EACCES || err == EPERM ? "run as root" : "");
+    std::string what = "read the executable of PID " + std::to_string(pid) + " (" + link + ")";
+    if (err == EACCES || err == EPERM) {
+      return bad_input(std::move(what),
+                       "another user's process needs CAP_SYS_PTRACE: run as root or grant it", err);
+    }
+    return runtime_error(std::move(what), err);
   }
   std::string path(buffer, static_cast<size_t>(length));
   if (path.ends_with(kDeletedSuffix)) path.resize(path.size() - kDeletedSuffix.size());

@@ -1,0 +1,285 @@
+#include "output/otlp/otlp_convert.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+
+namespace funclatency {
+namespace {
+
+namespace common_pb = opentelemetry::proto::common::v1;
+namespace metrics_pb = opentelemetry::proto::metrics::v1;
+
+constexpr double kNsPerMs = 1e6;
+
+uint64_t unix_nanos(std::chrono::system_clock::time_point time) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
+  return ns < 0 ? 0 : static_cast<uint64_t>(ns);
+}
+
+void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
+                   const std::string& key, const std::string& value) {
+  auto* attribute = attributes->Add();
+  attribute->set_key(key);
+  attribute->mutable_value()->set_string_value(value);
+}
+
+void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
+                   const std::string& key, int64_t value) {
+  auto* attribute = attributes->Add();
+  attribute->set_key(key);
+  attribute->mutable_value()->set_int_value(value);
+}
+
+void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
+                             const FunctionReport& function, const OtlpOptions& options) {
+  add_attribute(attributes, "symbol", function.symbol);
+  add_attribute(attributes, "binary", function.binary);
+  if (options.pid_attribute && function.pid != 0) add_attribute(attributes, "pid", function.pid);
+}
+
+// Resource attributes in precedence order: detected values, then
+// OTEL_RESOURCE_ATTRIBUTES, then the service name; a later key replaces an
+// earlier one in place.
+void fill_resource(opentelemetry::proto::resource::v1::Resource* resource,
+                   const OtlpOptions& options, const ExportContext& context) {
+  OtlpKeyValues strings;
+  auto set = [&](const std::string& key, const std::string& value) {
+    for (auto& [existing_key, existing_value] : strings) {
+      if (existing_key == key) {
+        existing_value = value;
+        return;
+      }
+    }
+    strings.emplace_back(key, value);
+  };
+  if (!context.host_name.empty()) set("host.name", context.host_name);
+  if (!context.traced_executable.empty()) set("process.executable.path", context.traced_executable);
+  for (const auto& [key, value] : options.resource_attributes) set(key, value);
+  set("service.name", options.service_name);
+  for (const auto& [key, value] : strings)
+    add_attribute(resource->mutable_attributes(), key, value);
+  if (context.traced_pid != 0) {
+    add_attribute(resource->mutable_attributes(), "process.pid", int64_t{context.traced_pid});
+  }
+}
+
+// A histogram built from a difference of totals has calls but no known
+// minimum (LatencyHistogram::add_counts with min 0); OTLP's min and max are
+// optional, so such points go without.
+bool knows_min_max(const LatencyHistogram& histogram) {
+  return histogram.count() > 0 && histogram.min_ns() != UINT64_MAX;
+}
+
+template <typename Point>
+void fill_summary(Point* point, const LatencyHistogram& histogram) {
+  point->set_count(histogram.count());
+  point->set_sum(static_cast<double>(histogram.sum_ns()) / kNsPerMs);
+  if (knows_min_max(histogram)) {
+    point->set_min(static_cast<double>(histogram.min_ns()) / kNsPerMs);
+    point->set_max(static_cast<double>(histogram.max_ns()) / kNsPerMs);
+  }
+}
+
+void fill_explicit_point(metrics_pb::HistogramDataPoint* point, const LatencyHistogram& histogram,
+                         const std::vector<double>& bounds) {
+  fill_summary(point, histogram);
+  for (double bound : bounds) point->add_explicit_bounds(bound);
+  for (uint64_t count : histogram.log2_counts()) point->add_bucket_counts(count);
+}
+
+// Scale 0 in the display unit; see the header for why this is the finest
+// exact choice. Values are in the display unit, so sum/min/max are too.
+void fill_exponential_point(metrics_pb::ExponentialHistogramDataPoint* point,
+                            const LatencyHistogram& histogram) {
+  double ns_per_unit = static_cast<double>(histogram.unit_ns());
+  point->set_count(histogram.count());
+  point->set_sum(static_cast<double>(histogram.sum_ns()) / ns_per_unit);
+  if (knows_min_max(histogram)) {
+    point->set_min(static_cast<double>(histogram.min_ns()) / ns_per_unit);
+    point->set_max(static_cast<double>(histogram.max_ns()) / ns_per_unit);
+  }
+  point->set_scale(0);
+  point->set_zero_threshold(1.0);
+  std::array<uint64_t, FL_LOG2_ROWS> by_index{};
+  uint64_t zero_count = 0;
+  const auto& buckets = histogram.buckets();
+  for (uint32_t i = 0; i < LatencyHistogram::kNumBuckets; i++) {
+    if (buckets[i] == 0) continue;
+    uint64_t low = fl_bucket_low(i);
+    if (low == 0) {
+      zero_count += buckets[i];
+    } else {
+      by_index[fl_log2(low)] += buckets[i];
+    }
+  }
+  point->set_zero_count(zero_count);
+  int first = -1, last = -1;
+  for (int i = 0; i < FL_LOG2_ROWS; i++) {
+    if (by_index[i] == 0) continue;
+    if (first < 0) first = i;
+    last = i;
+  }
+  if (first < 0) return;
+  auto* positive = point->mutable_positive();
+  positive->set_offset(first);
+  for (int i = first; i <= last; i++) positive->add_bucket_counts(by_index[i]);
+}
+
+metrics_pb::AggregationTemporality temporality_of(const OtlpOptions& options) {
+  return options.temporality == OtlpTemporality::kDelta
+             ? metrics_pb::AGGREGATION_TEMPORALITY_DELTA
+             : metrics_pb::AGGREGATION_TEMPORALITY_CUMULATIVE;
+}
+
+metrics_pb::Sum* add_monotonic_sum(metrics_pb::ScopeMetrics* scope, const char* name,
+                                   const char* description, const char* unit,
+                                   const OtlpOptions& options) {
+  auto* metric = scope->add_metrics();
+  metric->set_name(name);
+  metric->set_description(description);
+  metric->set_unit(unit);
+  auto* sum = metric->mutable_sum();
+  sum->set_aggregation_temporality(temporality_of(options));
+  sum->set_is_monotonic(true);
+  return sum;
+}
+
+metrics_pb::NumberDataPoint* add_count_point(metrics_pb::Sum* sum, uint64_t start_ns,
+                                             uint64_t time_ns, uint64_t value) {
+  auto* point = sum->add_data_points();
+  point->set_start_time_unix_nano(start_ns);
+  point->set_time_unix_nano(time_ns);
+  point->set_as_int(static_cast<int64_t>(value));
+  return point;
+}
+
+}  // namespace
+
+std::string unit_symbol(uint64_t unit_ns) {
+  switch (unit_ns) {
+    case 1:
+      return "ns";
+    case 1000:
+      return "us";
+    case 1000000:
+      return "ms";
+    case 1000000000:
+      return "s";
+  }
+  return std::to_string(unit_ns) + "ns";
+}
+
+std::string exponential_metric_name(uint64_t unit_ns) {
+  return "function_latency_" + unit_symbol(unit_ns);
+}
+
+std::vector<double> explicit_bounds_ms(uint64_t unit_ns) {
+  std::vector<double> bounds;
+  for (uint32_t row = 1; row < FL_LOG2_ROWS; row++) {
+    // The row's first value in ns is 2^row * unit_ns, exact as a double (a
+    // power of two times an integer below 2^53); one rounding to ms.
+    bounds.push_back(std::ldexp(static_cast<double>(unit_ns), static_cast<int>(row)) / kNsPerMs);
+  }
+  return bounds;
+}
+
+ExportContext detect_export_context(int traced_pid) {
+  ExportContext context;
+  context.traced_pid = traced_pid;
+  context.tool_version = FUNCLATENCY_VERSION;
+  char host[HOST_NAME_MAX + 1] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0) context.host_name = host;
+  if (traced_pid > 0) {
+    std::error_code error;
+    auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(traced_pid) + "/exe", error);
+    if (!error) context.traced_executable = exe.string();
+  }
+  return context;
+}
+
+otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
+                                                          const OtlpOptions& options,
+                                                          const ExportContext& context,
+                                                          const ExporterHealth& health) {
+  bool delta = options.temporality == OtlpTemporality::kDelta;
+  uint64_t start_ns = unix_nanos(delta ? report.interval_start : report.run_start);
+  uint64_t time_ns = unix_nanos(report.time);
+
+  otlp_pb::ExportMetricsServiceRequest request;
+  auto* resource_metrics = request.add_resource_metrics();
+  fill_resource(resource_metrics->mutable_resource(), options, context);
+  auto* scope = resource_metrics->add_scope_metrics();
+  scope->mutable_scope()->set_name("funclatency");
+  scope->mutable_scope()->set_version(context.tool_version);
+
+  // The latency histogram, one point per function.
+  auto* latency = scope->add_metrics();
+  latency->set_description("Duration of calls to a traced function, from entry to return");
+  uint64_t unit_ns = report.functions.empty() ? 1000 : report.functions.front().total.unit_ns();
+  if (options.histogram == OtlpHistogramKind::kExplicit) {
+    latency->set_name(kLatencyMetricName);
+    latency->set_unit("ms");
+    auto* histogram = latency->mutable_histogram();
+    histogram->set_aggregation_temporality(temporality_of(options));
+    auto bounds = explicit_bounds_ms(unit_ns);
+    for (const auto& function : report.functions) {
+      auto* point = histogram->add_data_points();
+      add_function_attributes(point->mutable_attributes(), function, options);
+      point->set_start_time_unix_nano(start_ns);
+      point->set_time_unix_nano(time_ns);
+      fill_explicit_point(point, delta ? function.interval : function.total, bounds);
+    }
+  } else {
+    latency->set_name(exponential_metric_name(unit_ns));
+    latency->set_unit(unit_symbol(unit_ns));
+    auto* histogram = latency->mutable_exponential_histogram();
+    histogram->set_aggregation_temporality(temporality_of(options));
+    for (const auto& function : report.functions) {
+      auto* point = histogram->add_data_points();
+      add_function_attributes(point->mutable_attributes(), function, options);
+      point->set_start_time_unix_nano(start_ns);
+      point->set_time_unix_nano(time_ns);
+      fill_exponential_point(point, delta ? function.interval : function.total);
+    }
+  }
+
+  // The tool's health.
+  auto* lost = add_monotonic_sum(scope, kLostCallsMetricName,
+                                 "Calls that were not timed, by reason: unreturned (exception, "
+                                 "longjmp, return probe limit), depth (nested too deep), ringbuf "
+                                 "(ring buffer full)",
+                                 "{call}", options);
+  uint64_t ringbuf_dropped = 0;
+  for (const auto& function : report.functions) {
+    const LostCounts& counts = delta ? function.interval_lost : function.total_lost;
+    ringbuf_dropped += counts.ringbuf;
+    for (auto [reason, value] :
+         {std::pair{"unreturned", counts.unreturned}, std::pair{"depth", counts.depth},
+          std::pair{"ringbuf", counts.ringbuf}}) {
+      auto* point = add_count_point(lost, start_ns, time_ns, value);
+      add_function_attributes(point->mutable_attributes(), function, options);
+      add_attribute(point->mutable_attributes(), "reason", reason);
+    }
+  }
+  if (!delta) ringbuf_dropped = std::max(ringbuf_dropped, report.ringbuf_dropped_total);
+  add_count_point(add_monotonic_sum(scope, kRingbufDroppedMetricName,
+                                    "Completed calls whose event found the ring buffer full",
+                                    "{call}", options),
+                  start_ns, time_ns, ringbuf_dropped);
+  add_count_point(
+      add_monotonic_sum(scope, kFailedExportsMetricName,
+                        "OTLP export attempts that did not succeed", "{request}", options),
+      start_ns, time_ns, health.failed_exports);
+  add_count_point(add_monotonic_sum(scope, kDroppedRequestsMetricName,
+                                    "OTLP export requests given up: queue full, rejected, or out "
+                                    "of retries",
+                                    "{request}", options),
+                  start_ns, time_ns, health.dropped_requests);
+  return request;
+}
+
+}  // namespace funclatency

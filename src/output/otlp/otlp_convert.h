@@ -1,0 +1,98 @@
+// Report -> OTLP ExportMetricsServiceRequest: a pure function of the report,
+// the options and the exporter's own counters.
+//
+// Buckets. The tool buckets each call on its duration in the display unit
+// (usec by default, -m msec, -n nsec) into fine buckets (funclatency.h): one
+// per value below 32 units, then 16 equal parts per power-of-two octave. The
+// console's log2 rows are exact sums of fine buckets, row 0 = [0, 2) units,
+// row r = [2^r, 2^(r+1)) units.
+//
+// Explicit histogram (default): metric function_latency_ms, unit ms, bounds
+// at the log2 row edges of the display unit expressed in ms (2^k * unit_ns /
+// 1e6: 2^k us = 2^k/1000 ms by default), so every OTLP bucket count is one
+// console row count (LatencyHistogram::log2_counts), with no re-binning,
+// whichever unit -u/-m/-n picked. With -m or -n the bounds move with the
+// display unit rather than re-binning into microsecond edges, which would
+// not be exact: a nanosecond row [2^k, 2^(k+1)) ns straddles microsecond
+// edges 1000 * 2^j ns.
+//
+// Exponential histogram: base = 2^(2^-scale); bucket i covers
+// (base^i, base^(i+1)]. A re-binning is exact only when every bucket edge is
+// an edge of the tool's fine buckets. Fine-bucket edges are rationals
+// (2^o * (16 + j) / 16 units) while at scale >= 1 the exponential edges
+// 2^(o + m/2^scale), 0 < m < 2^scale, are irrational, so scale 0 (edges at
+// 2^i) is the finest exact scale, and only in a unit where the tool's octaves
+// are powers of two: the display unit. In ms that is impossible for usec and
+// nsec displays: the edge 2^k us = 2^(k-3)/125 ms is never 2^(i/2^scale) for
+// any integer i and scale, since log2(125) is irrational. So the exponential
+// histogram is exported in the display unit at scale 0, named
+// function_latency_us (unit "us"; function_latency_ns / function_latency_ms
+// with -n / -m). Bucket index r >= 1 holds console row r; row 0 is split
+// into zero_count (durations under 1 unit, zero_threshold = 1) and index 0
+// (durations of 1 unit), which the fine buckets keep apart.
+//
+// One convention differs in both kinds: OTLP buckets include their upper
+// edge, the tool's rows their lower edge; a call lasting exactly 2^k units
+// (to the nanosecond) is counted one bucket higher than OTLP's convention
+// would put it. Calls of 2^48 units or more (3 days in usec) share the last
+// fine bucket and land in the top bucket.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "output/otlp/otlp_options.h"
+#include "output/report.h"
+
+namespace funclatency {
+
+namespace otlp_pb {
+using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest;
+using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse;
+}  // namespace otlp_pb
+
+// Facts about this run that are not in a Report.
+struct ExportContext {
+  int traced_pid = 0;             // -p PID, else 0
+  std::string traced_executable;  // /proc/PID/exe of the traced process, when known
+  std::string host_name;
+  std::string tool_version;  // scope version
+};
+
+// Host name, and the traced process's executable path when there is one.
+ExportContext detect_export_context(int traced_pid);
+
+// The exporter's own counters, already in the requested temporality
+// (cumulative: since the sink started; delta: since the previous request).
+struct ExporterHealth {
+  uint64_t failed_exports = 0;    // attempts the collector did not accept
+  uint64_t dropped_requests = 0;  // requests given up: queue full, rejected, out of retries
+};
+
+inline constexpr const char* kLatencyMetricName = "function_latency_ms";
+inline constexpr const char* kLostCallsMetricName = "funclatency_lost_calls";
+inline constexpr const char* kRingbufDroppedMetricName = "funclatency_ringbuf_dropped_calls";
+inline constexpr const char* kFailedExportsMetricName = "funclatency_otlp_failed_exports";
+inline constexpr const char* kDroppedRequestsMetricName = "funclatency_otlp_dropped_requests";
+
+// "us", "ms", "ns" for the display units the tool has; "1e<k>ns"-style
+// names are never needed.
+std::string unit_symbol(uint64_t unit_ns);
+// Name of the exponential latency metric for a display unit.
+std::string exponential_metric_name(uint64_t unit_ns);
+// The explicit histogram's upper bounds in ms: edges 2^1 .. 2^(rows-1) of
+// the display unit, one fewer than the console has rows.
+std::vector<double> explicit_bounds_ms(uint64_t unit_ns);
+
+// Cumulative: each function's `total` and `total_lost`, start = run_start.
+// Delta: `interval` and `interval_lost`, start = interval_start (OtlpSink
+// fills them with the change since its previous export). min and max are
+// left out where the histogram does not know them.
+otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
+                                                          const OtlpOptions& options,
+                                                          const ExportContext& context,
+                                                          const ExporterHealth& health);
+
+}  // namespace funclatency

@@ -1,0 +1,302 @@
+#include "output/otlp/otlp_options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <optional>
+
+extern char** environ;
+
+namespace funclatency {
+namespace {
+
+constexpr std::string_view kDefaultHttpEndpoint = "http://localhost:4318";
+constexpr std::string_view kDefaultGrpcEndpoint = "http://localhost:4317";
+constexpr std::string_view kMetricsPath = "/v1/metrics";
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::ranges::transform(out, out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+    text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+    text.remove_suffix(1);
+  return text;
+}
+
+// The metrics-specific variable wins over the general one, as in the SDKs.
+std::optional<std::string> lookup(const EnvironmentMap& env, std::string_view metrics_name,
+                                  std::string_view general_name = {}) {
+  for (std::string_view name : {metrics_name, general_name}) {
+    if (name.empty()) continue;
+    auto it = env.find(std::string(name));
+    if (it != env.end() && !trim(it->second).empty()) return std::string(trim(it->second));
+  }
+  return std::nullopt;
+}
+
+Result<std::string> percent_decode(std::string_view text, std::string_view source) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); i++) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    unsigned value = 0;
+    auto hex = text.substr(i + 1, 2);
+    auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), value, 16);
+    if (hex.size() != 2 || ec != std::errc() || end != hex.data() + 2) {
+      return bad_input(std::string(source) + ": bad %-escape in \"" + std::string(text) + "\"",
+                       "write %XX with two hex digits");
+    }
+    out += static_cast<char>(value);
+    i += 2;
+  }
+  return out;
+}
+
+Result<std::chrono::milliseconds> parse_millis(const std::string& text, std::string_view source,
+                                               bool allow_zero) {
+  long long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < (allow_zero ? 0 : 1)) {
+    return bad_input(std::string(source) + "=" + text + " is not a valid duration",
+                     "give a whole number of milliseconds");
+  }
+  return std::chrono::milliseconds(value);
+}
+
+Result<OtlpProtocol> parse_protocol(const std::string& text, std::string_view source) {
+  auto value = lower(text);
+  if (value == "http/protobuf") return OtlpProtocol::kHttpProtobuf;
+  if (value == "http/json") return OtlpProtocol::kHttpJson;
+  if (value == "grpc") return OtlpProtocol::kGrpc;
+  return bad_input(std::string(source) + ": unknown protocol \"" + text + "\"",
+                   "use http/protobuf, http/json or grpc");
+}
+
+Result<OtlpTemporality> parse_temporality(const std::string& text, std::string_view source) {
+  auto value = lower(text);
+  if (value == "cumulative") return OtlpTemporality::kCumulative;
+  // "lowmemory" asks for delta on histograms and monotonic counters, which
+  // is all this tool exports.
+  if (value == "delta" || value == "lowmemory") return OtlpTemporality::kDelta;
+  return bad_input(std::string(source) + ": unknown temporality \"" + text + "\"",
+                   "use cumulative or delta");
+}
+
+bool is_port(std::string_view text) {
+  return !text.empty() && text.size() <= 5 &&
+         std::ranges::all_of(text, [](unsigned char c) { return std::isdigit(c); });
+}
+
+struct ParsedUrl {
+  std::string scheme;
+  std::string authority;  // host[:port]
+  std::string path;       // "" or starting with '/'
+};
+
+// Accepts scheme://host[:port][/path] and, for convenience, host:port.
+Result<ParsedUrl> parse_endpoint(std::string_view text, std::string_view source) {
+  ParsedUrl url;
+  std::string_view rest = text;
+  if (auto scheme_end = rest.find("://"); scheme_end != std::string_view::npos) {
+    url.scheme = lower(rest.substr(0, scheme_end));
+    rest.remove_prefix(scheme_end + 3);
+  } else {
+    url.scheme = "http";
+  }
+  auto path_start = rest.find('/');
+  url.authority = std::string(rest.substr(0, path_start));
+  if (path_start != std::string_view::npos) url.path = std::string(rest.substr(path_start));
+  auto hint = std::string(
+      "give a URL such as http://localhost:4318; to use the default, write "
+      "--otlp=URL or put --otlp after the targets");
+  if (url.scheme != "http" && url.scheme != "https") {
+    return bad_input(std::string(source) + ": \"" + std::string(text) + "\" is not an http(s) URL",
+                     hint);
+  }
+  std::string_view authority = url.authority;
+  if (authority.empty()) {
+    return bad_input(std::string(source) + ": \"" + std::string(text) + "\" names no host", hint);
+  }
+  // A port, when there is one, is digits (an IPv6 literal is in brackets).
+  auto bracket_end = authority.rfind(']');
+  auto colon = authority.rfind(':');
+  if (colon != std::string_view::npos &&
+      (bracket_end == std::string_view::npos || colon > bracket_end) &&
+      !is_port(authority.substr(colon + 1))) {
+    return bad_input(std::string(source) + ": \"" + std::string(text) + "\" is not a URL", hint);
+  }
+  return url;
+}
+
+std::string join(const ParsedUrl& url) {
+  return url.scheme + "://" + url.authority + url.path;
+}
+
+// The SDKs' rules: a signal-specific endpoint is used as given; the general
+// one is a base to which /v1/metrics is appended (HTTP only). A URL given on
+// the command line gets /v1/metrics when it has no path of its own.
+Result<std::string> resolve_endpoint(const EnvironmentMap& env, const OtlpCliValues& cli,
+                                     OtlpProtocol protocol) {
+  bool http = protocol != OtlpProtocol::kGrpc;
+  auto with_metrics_path = [&](ParsedUrl url, bool always) {
+    if (http && (always || url.path.empty() || url.path == "/")) {
+      while (!url.path.empty() && url.path.back() == '/') url.path.pop_back();
+      url.path += kMetricsPath;
+    }
+    return join(url);
+  };
+  if (!cli.endpoint.empty()) {
+    auto url = parse_endpoint(cli.endpoint, "--otlp");
+    if (!url) return std::unexpected(url.error());
+    return with_metrics_path(*url, false);
+  }
+  if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")) {
+    auto url = parse_endpoint(*value, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+    if (!url) return std::unexpected(url.error());
+    return join(*url);
+  }
+  if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_ENDPOINT")) {
+    auto url = parse_endpoint(*value, "OTEL_EXPORTER_OTLP_ENDPOINT");
+    if (!url) return std::unexpected(url.error());
+    return with_metrics_path(*url, true);
+  }
+  auto url = parse_endpoint(http ? kDefaultHttpEndpoint : kDefaultGrpcEndpoint, "default");
+  return with_metrics_path(*url, true);
+}
+
+}  // namespace
+
+EnvironmentMap current_environment() {
+  EnvironmentMap env;
+  for (char** entry = environ; entry && *entry; entry++) {
+    std::string_view text(*entry);
+    auto eq = text.find('=');
+    if (eq == std::string_view::npos) continue;
+    env.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+  }
+  return env;
+}
+
+std::string_view to_string(OtlpProtocol protocol) {
+  switch (protocol) {
+    case OtlpProtocol::kHttpProtobuf:
+      return "http/protobuf";
+    case OtlpProtocol::kHttpJson:
+      return "http/json";
+    case OtlpProtocol::kGrpc:
+      return "grpc";
+  }
+  return "?";
+}
+
+Result<OtlpKeyValues> parse_otel_key_values(std::string_view text, std::string_view source) {
+  OtlpKeyValues pairs;
+  while (!text.empty()) {
+    auto comma = text.find(',');
+    auto item = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string_view::npos || trim(item.substr(0, eq)).empty()) {
+      return bad_input(std::string(source) + ": \"" + std::string(item) + "\" is not key=value",
+                       "write key1=value1,key2=value2");
+    }
+    auto key = percent_decode(trim(item.substr(0, eq)), source);
+    if (!key) return std::unexpected(key.error());
+    auto value = percent_decode(trim(item.substr(eq + 1)), source);
+    if (!value) return std::unexpected(value.error());
+    pairs.emplace_back(std::move(*key), std::move(*value));
+  }
+  return pairs;
+}
+
+Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCliValues& cli) {
+  OtlpOptions options;
+
+  if (!cli.protocol.empty()) {
+    auto protocol = parse_protocol(cli.protocol, "--otlp-protocol");
+    if (!protocol) return std::unexpected(protocol.error());
+    options.protocol = *protocol;
+  } else if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+                                 "OTEL_EXPORTER_OTLP_PROTOCOL")) {
+    auto protocol = parse_protocol(*value, "OTEL_EXPORTER_OTLP_PROTOCOL");
+    if (!protocol) return std::unexpected(protocol.error());
+    options.protocol = *protocol;
+  }
+
+  auto endpoint = resolve_endpoint(env, cli, options.protocol);
+  if (!endpoint) return std::unexpected(endpoint.error());
+  options.endpoint = std::move(*endpoint);
+
+  if (auto value =
+          lookup(env, "OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")) {
+    auto headers = parse_otel_key_values(*value, "OTEL_EXPORTER_OTLP_HEADERS");
+    if (!headers) return std::unexpected(headers.error());
+    options.headers = std::move(*headers);
+  }
+  if (auto value =
+          lookup(env, "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")) {
+    auto timeout = parse_millis(*value, "OTEL_EXPORTER_OTLP_TIMEOUT", false);
+    if (!timeout) return std::unexpected(timeout.error());
+    options.timeout = *timeout;
+  }
+  if (auto value =
+          lookup(env, "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION")) {
+    auto compression = lower(*value);
+    if (compression != "gzip" && compression != "none") {
+      return bad_input("OTEL_EXPORTER_OTLP_COMPRESSION: unknown compression \"" + *value + "\"",
+                       "use gzip or none");
+    }
+    options.gzip = compression == "gzip";
+  }
+  if (auto value = lookup(env, "OTEL_METRIC_EXPORT_INTERVAL")) {
+    auto interval = parse_millis(*value, "OTEL_METRIC_EXPORT_INTERVAL", false);
+    if (!interval) return std::unexpected(interval.error());
+    options.export_interval = *interval;
+  }
+
+  if (!cli.temporality.empty()) {
+    auto temporality = parse_temporality(cli.temporality, "--otlp-temporality");
+    if (!temporality) return std::unexpected(temporality.error());
+    options.temporality = *temporality;
+  } else if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")) {
+    auto temporality =
+        parse_temporality(*value, "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE");
+    if (!temporality) return std::unexpected(temporality.error());
+    options.temporality = *temporality;
+  }
+
+  if (!cli.histogram.empty()) {
+    auto kind = lower(cli.histogram);
+    if (kind == "explicit") {
+      options.histogram = OtlpHistogramKind::kExplicit;
+    } else if (kind == "exponential") {
+      options.histogram = OtlpHistogramKind::kExponential;
+    } else {
+      return bad_input("--otlp-histogram: unknown kind \"" + cli.histogram + "\"",
+                       "use explicit or exponential");
+    }
+  }
+  options.pid_attribute = cli.pid_attribute;
+
+  if (auto value = lookup(env, "OTEL_RESOURCE_ATTRIBUTES")) {
+    auto attributes = parse_otel_key_values(*value, "OTEL_RESOURCE_ATTRIBUTES");
+    if (!attributes) return std::unexpected(attributes.error());
+    options.resource_attributes = std::move(*attributes);
+  }
+  // OTEL_SERVICE_NAME wins over service.name in OTEL_RESOURCE_ATTRIBUTES.
+  for (const auto& [key, value] : options.resource_attributes) {
+    if (key == "service.name") options.service_name = value;
+  }
+  if (auto value = lookup(env, "OTEL_SERVICE_NAME")) options.service_name = *value;
+  return options;
+}
+
+}  // namespace funclatency

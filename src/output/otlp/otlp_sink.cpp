@@ -1,0 +1,249 @@
+#include "output/otlp/otlp_sink.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace funclatency {
+namespace {
+
+bool same_series(const FunctionReport& a, const FunctionReport& b) {
+  return a.symbol == b.symbol && a.binary == b.binary && a.pid == b.pid;
+}
+
+// The calls in `now` that are not in `before`, both running totals of one
+// series. Totals only grow; if one shrank anyway, all of `now` is new.
+std::optional<LatencyHistogram> histogram_difference(const LatencyHistogram& now,
+                                                     const LatencyHistogram& before) {
+  std::array<uint64_t, LatencyHistogram::kNumBuckets> buckets{};
+  if (now.count() < before.count() || now.sum_ns() < before.sum_ns()) return std::nullopt;
+  for (uint32_t i = 0; i < LatencyHistogram::kNumBuckets; i++) {
+    if (now.buckets()[i] < before.buckets()[i]) return std::nullopt;
+    buckets[i] = now.buckets()[i] - before.buckets()[i];
+  }
+  LatencyHistogram difference(now.unit_ns());
+  // min/max of the difference are unknown (0 = not applied).
+  difference.add_counts(buckets, now.count() - before.count(), now.sum_ns() - before.sum_ns(), 0,
+                        0);
+  return difference;
+}
+
+LostCounts lost_difference(const LostCounts& now, const LostCounts& before) {
+  auto minus = [](uint64_t a, uint64_t b) { return a >= b ? a - b : a; };
+  return {minus(now.unreturned, before.unreturned), minus(now.depth, before.depth),
+          minus(now.ringbuf, before.ringbuf)};
+}
+
+}  // namespace
+
+OtlpSink::OtlpSink(OtlpOptions options, ExportContext context,
+                   std::unique_ptr<OtlpTransport> transport, OtlpLogFunction log)
+    : options_(std::move(options)),
+      context_(std::move(context)),
+      transport_(std::move(transport)),
+      log_(std::move(log)) {
+  sender_ = std::thread([this] { run(); });
+}
+
+OtlpSink::~OtlpSink() {
+  close();
+}
+
+void OtlpSink::write(const Report& report) {
+  // Every report carries running totals, so the latest one supersedes
+  // whatever was not yet exported, whatever its kind or cadence (interval
+  // reports, live snapshots between them, the final total).
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  pending_ = report;
+}
+
+void OtlpSink::close() {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+    stopping_ = true;
+    close_deadline_ = Clock::now() + options_.timeout;
+  }
+  wake_.notify_all();
+  bool done = false;
+  {
+    std::unique_lock lock(mutex_);
+    done = wake_.wait_until(lock, close_deadline_, [this] { return sender_done_; });
+  }
+  // A send still in progress at the deadline is cut short, so close()
+  // returns within the export timeout however slow the collector is.
+  if (!done) transport_->abort();
+  if (sender_.joinable()) sender_.join();
+}
+
+OtlpSinkStats OtlpSink::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void OtlpSink::run() {
+  auto next_export = Clock::now() + options_.export_interval;
+  std::unique_lock lock(mutex_);
+  while (!stopping_) {
+    auto wake_at = next_export;
+    if (!queue_.empty()) wake_at = std::min(wake_at, queue_.front().next_attempt);
+    wake_.wait_until(lock, wake_at, [&] { return stopping_; });
+    if (stopping_) break;
+    auto now = Clock::now();
+    lock.unlock();
+    if (now >= next_export) {
+      next_export = now + options_.export_interval;
+      enqueue_pending();
+    }
+    if (!queue_.empty() && now >= queue_.front().next_attempt) {
+      attempt_head(now + options_.timeout);
+    }
+    lock.lock();
+  }
+  auto deadline = close_deadline_;
+  lock.unlock();
+
+  // Final flush: what write() recorded last, and anything still queued.
+  enqueue_pending();
+  while (!queue_.empty()) {
+    auto now = Clock::now();
+    if (now >= deadline || queue_.front().next_attempt >= deadline) break;
+    if (queue_.front().next_attempt > now)
+      std::this_thread::sleep_until(queue_.front().next_attempt);
+    attempt_head(deadline);
+  }
+  if (!queue_.empty()) {
+    auto left = queue_.size();
+    queue_.clear();
+    if (log_) {
+      log_("OTLP: " + std::to_string(left) + " export request(s) to " + options_.endpoint +
+           " could not be delivered before the export timeout");
+    }
+    lock.lock();
+    stats_.dropped_requests += left;
+    lock.unlock();
+  }
+  lock.lock();
+  sender_done_ = true;
+  lock.unlock();
+  wake_.notify_all();
+}
+
+void OtlpSink::enqueue_pending() {
+  std::optional<Report> report;
+  ExporterHealth health;
+  {
+    std::lock_guard lock(mutex_);
+    report.swap(pending_);
+    health = {stats_.failed_attempts, stats_.dropped_requests};
+  }
+  if (!report) return;
+  if (options_.temporality == OtlpTemporality::kDelta) to_delta(*report);
+  ExporterHealth reported = health;
+  if (options_.temporality == OtlpTemporality::kDelta) {
+    reported.failed_exports -= health_reported_.failed_exports;
+    reported.dropped_requests -= health_reported_.dropped_requests;
+  }
+  health_reported_ = health;
+  QueuedRequest queued{build_export_request(*report, options_, context_, reported), 0,
+                       Clock::now()};
+  if (queue_.size() >= std::max<std::size_t>(1, options_.queue_capacity)) {
+    drop_head("the send queue is full (collector slow or down)");
+  }
+  queue_.push_back(std::move(queued));
+  std::lock_guard lock(mutex_);
+  stats_.requests_built++;
+}
+
+void OtlpSink::to_delta(Report& report) {
+  // The first export covers the run so far; each later one, the calls since
+  // the previous export's report.
+  auto since = last_exported_time_.value_or(report.run_start);
+  auto aggregator_interval_start = report.interval_start;
+  report.interval_start = since;
+  for (auto& function : report.functions) {
+    auto previous = std::ranges::find_if(
+        exported_totals_, [&](const FunctionReport& f) { return same_series(f, function); });
+    std::optional<LatencyHistogram> delta = function.total;
+    LostCounts lost = function.total_lost;
+    if (previous != exported_totals_.end()) {
+      delta = histogram_difference(function.total, previous->total);
+      lost = lost_difference(function.total_lost, previous->total_lost);
+      if (!delta) delta = function.total;
+    }
+    // When the report's own interval began at or after the previous export
+    // and holds as many calls, it holds exactly these calls, and it also
+    // knows their min and max.
+    if (aggregator_interval_start >= since && function.interval.count() == delta->count()) {
+      delta = function.interval;
+    }
+    function.interval = std::move(*delta);
+    function.interval_lost = lost;
+  }
+  exported_totals_ = report.functions;  // their totals are untouched
+  last_exported_time_ = report.time;
+}
+
+void OtlpSink::drop_head(const std::string& why) {
+  queue_.pop_front();
+  {
+    std::lock_guard lock(mutex_);
+    stats_.dropped_requests++;
+  }
+  // While the collector stays down, say it once; the count comes with the
+  // recovery line and in funclatency_otlp_dropped_requests.
+  bool first_in_streak = !failing_ || dropped_in_streak_ == 0;
+  if (failing_) dropped_in_streak_++;
+  if (log_ && first_in_streak) {
+    log_("OTLP: dropped an export request to " + options_.endpoint + ": " + why);
+  }
+}
+
+void OtlpSink::attempt_head(Clock::time_point deadline) {
+  auto& head = queue_.front();
+  deadline = std::min(deadline, Clock::now() + options_.timeout);
+  ExportOutcome outcome = transport_->send(head.request, deadline);
+  if (outcome.status == ExportOutcome::Status::kSuccess) {
+    {
+      std::lock_guard lock(mutex_);
+      stats_.requests_sent++;
+    }
+    if (failing_ && log_) {
+      log_("OTLP: export to " + options_.endpoint + " works again (" +
+           std::to_string(dropped_in_streak_) + " request(s) dropped meanwhile)");
+    }
+    failing_ = false;
+    dropped_in_streak_ = 0;
+    if (outcome.partial_success() && log_) {
+      log_("OTLP: the collector rejected " + std::to_string(outcome.rejected_data_points) +
+           " data point(s): " + outcome.partial_success_message);
+    }
+    queue_.pop_front();
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    stats_.failed_attempts++;
+  }
+  if (outcome.status == ExportOutcome::Status::kPermanent) {
+    drop_head("rejected, not retried: " + outcome.detail);
+    return;
+  }
+  head.failed_attempts++;
+  if (head.failed_attempts >= options_.retry.max_attempts) {
+    drop_head("no success after " + std::to_string(head.failed_attempts) +
+              " attempts, last: " + outcome.detail);
+    return;
+  }
+  if (!failing_ && log_) {
+    log_("OTLP: export to " + options_.endpoint + " failed (" + outcome.detail + "); retrying");
+  }
+  failing_ = true;
+  double random_unit = std::uniform_real_distribution<double>(0.0, 1.0)(jitter_);
+  head.next_attempt = Clock::now() + retry_delay(options_.retry, head.failed_attempts, random_unit,
+                                                 outcome.retry_after);
+}
+
+}  // namespace funclatency
