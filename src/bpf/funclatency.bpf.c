@@ -56,7 +56,7 @@ struct {
 } events SEC(".maps");
 
 /* Wake the reader early once the ring is this full; otherwise it polls. */
-#define FL_WAKEUP_THRESHOLD (1 << 20)
+#define FL_WAKEUP_THRESHOLD (512 << 10)
 
 static __always_inline bool filtered_out(void) {
   return filter_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != filter_tgid;

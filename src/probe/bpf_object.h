@@ -17,7 +17,7 @@ struct LoadOptions {
   uint64_t unit_ns = 1000;     // display unit the kernel buckets in
   uint32_t filter_tgid = 0;    // 0: every process
   uint32_t num_functions = 1;  // sizes the per-function maps
-  uint32_t ringbuf_bytes = 8u << 20;
+  uint32_t ringbuf_bytes = 2u << 20;  // mapped twice: counts 4 MB of RSS once read
   uint32_t initial_mode = 0;                   // enum fl_mode for every function
   std::vector<uint32_t> function_flags;        // FL_FN_* by function id; missing = 0
   std::vector<uint64_t> function_subtract_ns;  // probe cost to take off; missing = 0
