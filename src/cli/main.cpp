@@ -182,8 +182,9 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   }
 
   std::vector<ProbePlan> plans;
+  ProbePlanner planner;
   for (const auto& site : *sites) {
-    auto plan = plan_probes(site, config.exit_probes);
+    auto plan = planner.plan(site, config.exit_probes);
     if (!plan) {
       report_error(plan.error());
       return plan.error().exit_code();

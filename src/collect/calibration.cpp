@@ -73,12 +73,13 @@ Result<Calibration> calibrate(uint64_t calls_per_case) {
   ElfSymbolResolver resolver;
   std::vector<ProbeSite> sites;
   std::vector<ProbePlan> plans;
+  ProbePlanner planner;
   for (const Case& c : kCases) {
     auto found = resolver.resolve(TargetSpec{*exe, c.symbol, false}, ResolveOptions{});
     if (!found) return std::unexpected(found.error());
     if (found->size() != 1) return runtime_error(fmt::format("find {} in {}", c.symbol, *exe));
-    auto plan = plan_probes(found->front(), c.ret_instructions ? ExitProbeChoice::kRetInstructions
-                                                               : ExitProbeChoice::kReturnProbe);
+    auto plan = planner.plan(found->front(), c.ret_instructions ? ExitProbeChoice::kRetInstructions
+                                                                : ExitProbeChoice::kReturnProbe);
     if (!plan) return std::unexpected(plan.error());
     if (plan->entry_emulated != c.emulated || plan->use_ret_instructions != c.ret_instructions) {
       return runtime_error(fmt::format("place calibration probes on {}", c.symbol));

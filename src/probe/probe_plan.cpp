@@ -175,12 +175,21 @@ Result<std::vector<uint8_t>> read_code(const ProbeSite& site) {
 
 }  // namespace
 
-Result<ProbePlan> plan_probes(const ProbeSite& site, ExitProbeChoice choice) {
+Result<bool> ProbePlanner::file_has_exception_tables(const std::string& path) {
+  if (auto known = exception_tables_.find(path); known != exception_tables_.end()) {
+    return known->second;
+  }
+  auto tables = has_exception_tables(path);
+  if (tables) exception_tables_.emplace(path, *tables);
+  return tables;
+}
+
+Result<ProbePlan> ProbePlanner::plan(const ProbeSite& site, ExitProbeChoice choice) {
   auto code = read_code(site);
   if (!code) return std::unexpected(code.error());
   bool exception_tables = false;
   if (choice == ExitProbeChoice::kAuto) {
-    auto tables = has_exception_tables(site.binary);
+    auto tables = file_has_exception_tables(site.binary);
     if (!tables) return std::unexpected(tables.error());
     exception_tables = *tables;
   }

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,7 +54,16 @@ struct ProbePlan {
 ProbePlan plan_from_code(const ProbeSite& site, std::span<const uint8_t> code,
                          bool file_has_exception_tables, ExitProbeChoice choice);
 
-// Reads the code and the file's sections, then plans.
-Result<ProbePlan> plan_probes(const ProbeSite& site, ExitProbeChoice choice);
+// Reads each function's code and its file's sections, then plans. Keeps
+// what it learnt of a file: a pattern often places thousands of functions
+// in one library.
+class ProbePlanner {
+ public:
+  Result<ProbePlan> plan(const ProbeSite& site, ExitProbeChoice choice);
+
+ private:
+  Result<bool> file_has_exception_tables(const std::string& path);
+  std::map<std::string, bool> exception_tables_;
+};
 
 }  // namespace funclatency
