@@ -1,5 +1,7 @@
 #include "output/otlp/otlp_convert.h"
 
+#include "common/utf8.h"
+
 #include <limits.h>
 #include <unistd.h>
 
@@ -23,8 +25,9 @@ uint64_t unix_nanos(std::chrono::system_clock::time_point time) {
 void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
                    const std::string& key, const std::string& value) {
   auto* attribute = attributes->Add();
-  attribute->set_key(key);
-  attribute->mutable_value()->set_string_value(value);
+  // proto3 strings must be UTF-8, or the collector rejects the request.
+  attribute->set_key(to_valid_utf8(key));
+  attribute->mutable_value()->set_string_value(to_valid_utf8(value));
 }
 
 void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,

@@ -5,28 +5,11 @@
 #include <map>
 #include <tuple>
 
+#include "common/utf8.h"
+
 namespace funclatency {
 
 namespace {
-
-// Length of the well-formed UTF-8 sequence starting at text[0], or 0 when it
-// is not one (overlong forms, surrogates and code points above U+10FFFF are not).
-size_t utf8_sequence_length(std::string_view text) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  unsigned char lead = byte(0);
-  if (lead < 0x80) return 1;
-  size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
-  if (length == 0 || lead > 0xF4 || text.size() < length) return 0;
-  for (size_t i = 1; i < length; i++) {
-    if ((byte(i) & 0xC0) != 0x80) return 0;
-  }
-  unsigned char second = byte(1);
-  if (lead == 0xE0 && second < 0xA0) return 0;  // overlong
-  if (lead == 0xED && second > 0x9F) return 0;  // surrogate
-  if (lead == 0xF0 && second < 0x90) return 0;  // overlong
-  if (lead == 0xF4 && second > 0x8F) return 0;  // above U+10FFFF
-  return length;
-}
 
 void append_uint(std::string& out, uint64_t value) {
   char digits[24];
