@@ -66,7 +66,13 @@ void atomic_max(std::atomic<std::uint64_t>& target, std::uint64_t value) {
 
 }  // namespace
 
-void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted) {
+BodySpan*& current_body_span() {
+  thread_local BodySpan* span = nullptr;
+  return span;
+}
+
+void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted,
+                                  std::optional<std::uint64_t> body_ns) {
   // Functions this thread has already returned from once.
   thread_local std::unordered_set<const FunctionTruth*> returned_before;
   bool first_return_on_thread = returned_before.insert(this).second;
@@ -77,6 +83,11 @@ void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted) {
   atomic_max(max_ns_, duration_ns);
   std::size_t row = usec_row(duration_ns);
   rows_[row].fetch_add(1, std::memory_order_relaxed);
+  if (body_ns) {
+    std::size_t body_row = usec_row(std::min(*body_ns, duration_ns));
+    if (body_row < row) body_lower_[row][body_row].fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   std::uint64_t row_low_us = row == 0 ? 0 : (1ull << row);
   // Each call is counted in at most one of the two: disturbed covers more.
   if (disturbed) {
@@ -93,12 +104,18 @@ nlohmann::json FunctionTruth::to_json() const {
   for (std::size_t row = 0; row < kLog2Rows; ++row) {
     std::uint64_t count = rows_[row].load();
     if (count == 0) continue;
+    nlohmann::json body_lower = nlohmann::json::array();
+    for (std::size_t lowest = 0; lowest < row; ++lowest) {
+      if (std::uint64_t calls = body_lower_[row][lowest].load())
+        body_lower.push_back({lowest, calls});
+    }
     rows.push_back({{"row", row},
                     {"low_us", row == 0 ? 0 : (1ull << row)},
                     {"high_us", (2ull << row) - 1},
                     {"count", count},
                     {"near_edge", near_edge_[row].load()},
-                    {"disturbed", disturbed_[row].load()}});
+                    {"disturbed", disturbed_[row].load()},
+                    {"body_lower", std::move(body_lower)}});
   }
   return {{"name", name_},
           {"calls", returned + abandoned},

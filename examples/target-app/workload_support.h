@@ -12,9 +12,11 @@
 #include <exception>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace funclatency::workload {
@@ -44,6 +46,33 @@ inline constexpr std::uint64_t kDefaultSpinNs = 200'000;
 // Involuntary context switches of the calling thread so far.
 std::uint64_t involuntary_switches();
 
+// The time a traced function measured of its own body. A tracer's entry probe
+// fires before the body starts and its return probe after the body ends, both
+// inside the caller's measurement, so whatever happens around the probes (an
+// interrupt, a vCPU paused by the hypervisor) the tracer's duration lies
+// between the two. A workload gets exact bounds instead of heuristics by
+// placing a BodyTimer first in the traced function.
+struct BodySpan {
+  std::uint64_t start_ns = 0;
+  std::uint64_t end_ns = 0;
+};
+// The span the innermost timed_call() on this thread is waiting for.
+BodySpan*& current_body_span();
+
+class BodyTimer {
+ public:
+  BodyTimer() : span_(current_body_span()), start_ns_(monotonic_ns()) {}
+  ~BodyTimer() {
+    if (span_ != nullptr) *span_ = {start_ns_, monotonic_ns()};
+  }
+  BodyTimer(const BodyTimer&) = delete;
+  BodyTimer& operator=(const BodyTimer&) = delete;
+
+ private:
+  BodySpan* span_;
+  std::uint64_t start_ns_;
+};
+
 // Ground truth for one function: calls made, how they ended, and the log2
 // usec histogram of what the program measured around each completed call.
 // Thread-safe; threads record into one instance.
@@ -57,7 +86,10 @@ class FunctionTruth {
   // kernel sets up its uprobe state (the out-of-line area for single-stepping,
   // per-thread task state) on first use, possibly outside the tracer's window.
   // Such calls are reported as "disturbed": a tracer may see them in any lower row.
-  void record_return(std::uint64_t duration_ns, bool preempted);
+  // With `body_ns` (the function timed its body) neither guess is needed: the
+  // tracer's row lies between the body's and the caller's.
+  void record_return(std::uint64_t duration_ns, bool preempted,
+                     std::optional<std::uint64_t> body_ns = std::nullopt);
   // A call that left by an exception or longjmp: a tracer sees no return.
   void record_abandoned() { abandoned_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -74,6 +106,8 @@ class FunctionTruth {
   std::array<std::atomic<std::uint64_t>, kLog2Rows> rows_{};
   std::array<std::atomic<std::uint64_t>, kLog2Rows> near_edge_{};
   std::array<std::atomic<std::uint64_t>, kLog2Rows> disturbed_{};
+  // [row][lowest row]: calls whose body alone fell in a lower row.
+  std::array<std::array<std::atomic<std::uint64_t>, kLog2Rows>, kLog2Rows> body_lower_{};
 };
 
 // Calls `call` and records it in `truth` the way a tracer would time it: the
@@ -83,16 +117,21 @@ template <typename Call>
 decltype(auto) timed_call(FunctionTruth& truth, Call&& call) {
   struct Recorder {
     FunctionTruth& truth;
+    BodySpan body{};
+    BodySpan* enclosing_span = std::exchange(current_body_span(), &body);
     std::uint64_t switches_before = involuntary_switches();
     std::uint64_t start_ns = monotonic_ns();
     int exceptions_before = std::uncaught_exceptions();
     ~Recorder() {
       std::uint64_t end_ns = monotonic_ns();
+      current_body_span() = enclosing_span;
       if (std::uncaught_exceptions() > exceptions_before) {
         truth.record_abandoned();
         return;
       }
-      truth.record_return(end_ns - start_ns, involuntary_switches() != switches_before);
+      std::optional<std::uint64_t> body_ns;
+      if (body.end_ns != 0) body_ns = body.end_ns - body.start_ns;
+      truth.record_return(end_ns - start_ns, involuntary_switches() != switches_before, body_ns);
     }
   } recorder{truth};
   return call();

@@ -360,36 +360,40 @@ def rows_explained_by_truth(tool_rows: dict, truth_fn: dict):
     the truth marks as movable: a call measured within the edge margin above
     its row's lower edge may appear one row lower (probes fire inside the
     measured interval), and a call whose thread was disturbed during the
-    measurement may appear in any lower row. Else a description of the
-    mismatch.
+    measurement may appear in any lower row. A call whose function timed its
+    own body (body_lower) may appear in any row down to the body's: the
+    probes fire between the body and the caller's clock reads. Else a
+    description of the mismatch.
 
     Each call may go to an interval of rows [low, own row]; the tool's rows
     can be matched to the calls exactly when, for every contiguous range of
     rows, the calls confined to it fit in the tool's counts there (Hall's
     condition for interval bipartite graphs), with equal totals."""
-    fixed, near, disturbed = {}, {}, {}
+    # (lowest row, own row, calls) for every kind of call.
+    spans = []
     for r in truth_fn["log2_usec"]:
         row = r["row"]
-        near[row] = r["near_edge"]
-        disturbed[row] = r["disturbed"]
-        fixed[row] = r["count"] - r["near_edge"] - r["disturbed"]
+        body_lower = sum(count for _, count in r.get("body_lower", []))
+        spans.append((row, row, r["count"] - r["near_edge"] - r["disturbed"] - body_lower))
+        spans.append((max(row - 1, 0), row, r["near_edge"]))
+        spans.append((0, row, r["disturbed"]))
+        spans.extend((lowest, row, count) for lowest, count in r.get("body_lower", []))
     truth_rows = {r["row"]: r["count"] for r in truth_fn["log2_usec"]}
     tool_rows = {row: count for row, count in tool_rows.items() if count}
     if tool_rows == truth_rows:
         return None
-    table = "row  truth  tool  near_edge  disturbed\n" + "\n".join(
-        f"{row:3}  {truth_rows.get(row, 0):5}  {tool_rows.get(row, 0):4}  {near.get(row, 0):9}"
-        f"  {disturbed.get(row, 0):9}"
+    by_row = {r["row"]: r for r in truth_fn["log2_usec"]}
+    table = "row  truth  tool  near_edge  disturbed  body_lower\n" + "\n".join(
+        f"{row:3}  {truth_rows.get(row, 0):5}  {tool_rows.get(row, 0):4}  "
+        f"{by_row.get(row, {}).get('near_edge', 0):9}  {by_row.get(row, {}).get('disturbed', 0):9}  "
+        f"{by_row.get(row, {}).get('body_lower', [])}"
         for row in sorted(set(truth_rows) | set(tool_rows)))
     if sum(tool_rows.values()) != sum(truth_rows.values()):
         return f"totals differ\n{table}"
     top = max(set(truth_rows) | set(tool_rows))
     for low in range(top + 1):
         for high in range(low, top + 1):
-            confined = sum(fixed.get(r, 0) for r in range(low, high + 1))
-            confined += sum(near.get(r, 0) for r in range(low + 1, high + 1))
-            if low == 0:
-                confined += sum(disturbed.get(r, 0) for r in range(0, high + 1))
+            confined = sum(c for lo, hi, c in spans if low <= lo and hi <= high)
             capacity = sum(tool_rows.get(r, 0) for r in range(low, high + 1))
             if confined > capacity:
                 return (f"rows {low}..{high}: {confined} calls must be there, tool has "

@@ -15,6 +15,7 @@ constexpr std::array<std::uint64_t, kCetDepth + 1> kOwnSleepUs{0, 300, 300, 600,
 }  // namespace
 
 std::uint64_t cet_leaf(std::uint64_t tag) {
+  funclatency::workload::BodyTimer body;
   funclatency::workload::precise_sleep_ns(kCetSleepUs * 1000,
                                           funclatency::workload::kDefaultSpinNs);
   asm volatile("" ::: "memory");
@@ -22,6 +23,7 @@ std::uint64_t cet_leaf(std::uint64_t tag) {
 }
 
 std::uint64_t cet_recurse(int depth, funclatency::workload::FunctionTruth* truth) {
+  funclatency::workload::BodyTimer body;
   funclatency::workload::precise_sleep_ns(kOwnSleepUs[depth] * 1000,
                                           funclatency::workload::kDefaultSpinNs);
   std::uint64_t levels = 1;

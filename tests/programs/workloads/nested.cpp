@@ -11,6 +11,7 @@ constexpr std::uint64_t kOuterOwnSleepUs = 800;
 }  // namespace
 
 extern "C" [[gnu::noinline]] std::uint64_t inner_op(std::uint64_t tag) {
+  funclatency::workload::BodyTimer body;
   funclatency::workload::precise_sleep_ns(kInnerSleepUs * 1000,
                                           funclatency::workload::kDefaultSpinNs);
   asm volatile("" ::: "memory");
@@ -19,6 +20,7 @@ extern "C" [[gnu::noinline]] std::uint64_t inner_op(std::uint64_t tag) {
 
 extern "C" [[gnu::noinline]] std::uint64_t outer_op(std::uint64_t tag,
                                                     funclatency::workload::FunctionTruth* inner) {
+  funclatency::workload::BodyTimer body;
   funclatency::workload::precise_sleep_ns(kOuterOwnSleepUs * 1000,
                                           funclatency::workload::kDefaultSpinNs);
   std::uint64_t result = funclatency::workload::timed_call(*inner, [&] { return inner_op(tag); });

@@ -15,6 +15,7 @@ constexpr std::array<std::uint64_t, kDepth + 1> kOwnSleepUs{0, 350, 350, 700, 14
 
 extern "C" [[gnu::noinline]] std::uint64_t recurse(int depth,
                                                    funclatency::workload::FunctionTruth* truth) {
+  funclatency::workload::BodyTimer body;
   funclatency::workload::precise_sleep_ns(kOwnSleepUs[depth] * 1000,
                                           funclatency::workload::kDefaultSpinNs);
   std::uint64_t levels = 1;

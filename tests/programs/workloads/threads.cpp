@@ -20,6 +20,7 @@ std::uint64_t draw_sleep_ns(std::mt19937_64& random) {
 }  // namespace
 
 extern "C" [[gnu::noinline]] std::uint64_t mt_op(std::uint64_t sleep_ns) {
+  funclatency::workload::BodyTimer body;
   funclatency::workload::precise_sleep_ns(sleep_ns, kSpinNs);
   asm volatile("" ::: "memory");
   return sleep_ns;
