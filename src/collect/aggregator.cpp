@@ -11,6 +11,7 @@ Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> gr
       fn_mode_(group_of_function_.size(), "events"),
       run_start_(run_start),
       interval_start_(run_start) {
+  reports_.reserve(groups.size());
   for (auto& group : groups) {
     FunctionReport report{.symbol = std::move(group.symbol),
                           .binary = std::move(group.binary),

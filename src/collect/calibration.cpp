@@ -104,7 +104,8 @@ Result<Calibration> calibrate(uint64_t calls_per_case) {
 
   Calibration calibration;
   calibration.calls_per_case = calls_per_case;
-  MapReader reader(probes->object->fn_stats_fd(), probes->object->fn_lost_fd());
+  MapReader reader(probes->object->fn_stats_fd(), probes->object->fn_lost_fd(),
+                   probes->object->num_functions());
   for (uint32_t fn = 0; fn < kCases.size(); fn++) {
     auto totals = reader.read_totals(fn);
     if (!totals) return std::unexpected(totals.error());

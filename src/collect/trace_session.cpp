@@ -72,25 +72,23 @@ TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vecto
 }
 
 Result<void> TraceSession::collect_kernel_side() {
-  MapReader reader(object_.fn_stats_fd(), object_.fn_lost_fd());
+  MapReader reader(object_.fn_stats_fd(), object_.fn_lost_fd(), num_functions_);
+  auto lost = reader.read_all_lost();
+  if (!lost) return std::unexpected(lost.error());
   for (uint32_t fn = 0; fn < num_functions_; fn++) {
-    auto lost = reader.read_lost(fn);
-    if (!lost) return std::unexpected(lost.error());
-    LostCounts delta{lost->unreturned - last_lost_[fn].unreturned,
-                     lost->depth - last_lost_[fn].depth, lost->ringbuf - last_lost_[fn].ringbuf};
+    const LostCounts& now = (*lost)[fn];
+    LostCounts delta{now.unreturned - last_lost_[fn].unreturned, now.depth - last_lost_[fn].depth,
+                     now.ringbuf - last_lost_[fn].ringbuf};
     window_ringbuf_lost_[fn] += delta.ringbuf;
     if (delta.total()) aggregator_.on_lost(fn, delta);
-    last_lost_[fn] = *lost;
-
-    if (!ever_kernel_[fn]) continue;
-    auto totals = reader.read_totals(fn);
-    if (!totals) return std::unexpected(totals.error());
-    if (!last_totals_[fn]) last_totals_[fn] = std::make_unique<KernelTotals>();
-    window_calls_[fn] += totals->count - last_totals_[fn]->count;
-    aggregator_.on_kernel_totals(fn, *last_totals_[fn], *totals);
-    *last_totals_[fn] = *totals;
+    last_lost_[fn] = now;
   }
-  return {};
+  return reader.read_totals(ever_kernel_, [&](uint32_t fn, const KernelTotals& totals) {
+    if (!last_totals_[fn]) last_totals_[fn] = std::make_unique<KernelTotals>();
+    window_calls_[fn] += totals.count - last_totals_[fn]->count;
+    aggregator_.on_kernel_totals(fn, *last_totals_[fn], totals);
+    *last_totals_[fn] = totals;
+  });
 }
 
 void TraceSession::apply_policy(double seconds) {

@@ -5,7 +5,17 @@
 
 namespace funclatency {
 
+namespace {
+constexpr std::array<uint64_t, LatencyHistogram::kNumBuckets> kNoCalls{};
+}  // namespace
+
+std::span<const uint64_t, LatencyHistogram::kNumBuckets> LatencyHistogram::buckets() const {
+  if (buckets_.empty()) return kNoCalls;
+  return std::span<const uint64_t, kNumBuckets>(buckets_.data(), kNumBuckets);
+}
+
 void LatencyHistogram::record(uint64_t duration_ns) {
+  if (buckets_.empty()) buckets_.resize(kNumBuckets);
   uint32_t bucket = fl_bucket_of(duration_ns / unit_ns_);
   buckets_[std::min(bucket, kNumBuckets - 1)]++;
   count_++;
@@ -17,6 +27,7 @@ void LatencyHistogram::record(uint64_t duration_ns) {
 void LatencyHistogram::add_counts(std::span<const uint64_t, kNumBuckets> buckets, uint64_t count,
                                   uint64_t sum_ns, uint64_t min_ns, uint64_t max_ns) {
   if (count == 0) return;
+  if (buckets_.empty()) buckets_.resize(kNumBuckets);
   for (uint32_t i = 0; i < kNumBuckets; i++) buckets_[i] += buckets[i];
   count_ += count;
   sum_ns_ += sum_ns;
@@ -25,7 +36,7 @@ void LatencyHistogram::add_counts(std::span<const uint64_t, kNumBuckets> buckets
 }
 
 void LatencyHistogram::merge(const LatencyHistogram& other) {
-  add_counts(other.buckets_, other.count_, other.sum_ns_, other.count_ ? other.min_ns_ : 0,
+  add_counts(other.buckets(), other.count_, other.sum_ns_, other.count_ ? other.min_ns_ : 0,
              other.max_ns_);
 }
 
@@ -40,7 +51,7 @@ uint64_t LatencyHistogram::percentile_ns(double q) const {
   // q of the calls at or below it".
   uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * count_)));
   uint64_t seen = 0;
-  for (uint32_t i = 0; i < kNumBuckets; i++) {
+  for (uint32_t i = 0; i < buckets_.size(); i++) {
     seen += buckets_[i];
     if (seen < rank) continue;
     uint64_t low_unit = fl_bucket_low(i);
@@ -54,7 +65,7 @@ uint64_t LatencyHistogram::percentile_ns(double q) const {
 
 std::array<uint64_t, FL_LOG2_ROWS> LatencyHistogram::log2_counts() const {
   std::array<uint64_t, FL_LOG2_ROWS> rows{};
-  for (uint32_t i = 0; i < kNumBuckets; i++) {
+  for (uint32_t i = 0; i < buckets_.size(); i++) {
     if (buckets_[i]) rows[fl_row_of_bucket(i)] += buckets_[i];
   }
   return rows;

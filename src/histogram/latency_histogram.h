@@ -43,7 +43,8 @@ class LatencyHistogram {
   uint64_t min_ns() const { return count_ ? min_ns_ : 0; }
   uint64_t max_ns() const { return max_ns_; }
   double mean_ns() const { return count_ ? static_cast<double>(sum_ns_) / count_ : 0.0; }
-  const std::array<uint64_t, kNumBuckets>& buckets() const { return buckets_; }
+  // Every fine bucket's count (all zero before the first call).
+  std::span<const uint64_t, kNumBuckets> buckets() const;
 
   // Estimated duration at quantile q in [0, 1]: the middle of the fine
   // bucket holding it, clamped to [min, max]. Relative error <= 1/32 above
@@ -62,7 +63,9 @@ class LatencyHistogram {
   uint64_t sum_ns_ = 0;
   uint64_t min_ns_ = UINT64_MAX;
   uint64_t max_ns_ = 0;
-  std::array<uint64_t, kNumBuckets> buckets_{};
+  // Allocated on the first call: a pattern matches hundreds of functions and
+  // most of them are never called while traced.
+  std::vector<uint64_t> buckets_;
 };
 
 // Inclusive bounds of log2 row `row` in the display unit.

@@ -21,8 +21,7 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
     int err = errno_from(code);
     funclatency_bpf::destroy(skeleton);
     if (err == EPERM || err == EACCES) {
-      return bad_input(std::move(what),
-                       privilege_hint(), err);
+      return bad_input(std::move(what), privilege_hint(), err);
     }
     return runtime_error(std::move(what), err);
   };
@@ -49,13 +48,21 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));
   object->options_.function_flags.resize(entries, 0);
   object->options_.function_subtract_ns.resize(entries, 0);
+  // One batch write for every function that needs a non-zero config: a
+  // write per function costs milliseconds with a thousand functions.
+  std::vector<uint32_t> ids;
+  std::vector<fl_fn_config> configs;
   for (uint32_t id = 0; id < entries; id++) {
-    if (options.initial_mode == 0 && object->options_.function_flags[id] == 0 &&
-        object->options_.function_subtract_ns[id] == 0) {
-      continue;
-    }
-    if (auto set = object->set_mode(id, options.initial_mode); !set) {
-      return std::unexpected(set.error());
+    fl_fn_config config = object->config_of(id, options.initial_mode);
+    if (config.mode == 0 && config.flags == 0 && config.subtract_ns == 0) continue;
+    ids.push_back(id);
+    configs.push_back(config);
+  }
+  if (!ids.empty()) {
+    uint32_t count = static_cast<uint32_t>(ids.size());
+    if (bpf_map_update_batch(object->fn_config_fd(), ids.data(), configs.data(), &count, nullptr) <
+        0) {
+      return runtime_error("configure the traced functions", errno);
     }
   }
   return object;
@@ -87,11 +94,16 @@ int BpfObject::events_fd() const {
   return bpf_map__fd(skeleton_->maps.events);
 }
 
-Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {
+fl_fn_config BpfObject::config_of(uint32_t fn_id, uint32_t mode) const {
   fl_fn_config config{};
   config.mode = mode;
   config.flags = options_.function_flags[fn_id];
   config.subtract_ns = options_.function_subtract_ns[fn_id];
+  return config;
+}
+
+Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {
+  fl_fn_config config = config_of(fn_id, mode);
   if (bpf_map_update_elem(fn_config_fd(), &fn_id, &config, BPF_ANY) < 0) {
     return runtime_error(fmt::format("set aggregation mode of function {}", fn_id), errno);
   }

@@ -9,15 +9,16 @@
 #include "common/error.h"
 
 struct funclatency_bpf;
+struct fl_fn_config;
 struct bpf_program;
 
 namespace funclatency {
 
 struct LoadOptions {
-  uint64_t unit_ns = 1000;     // display unit the kernel buckets in
-  uint32_t filter_tgid = 0;    // 0: every process
-  uint32_t num_functions = 1;  // sizes the per-function maps
-  uint32_t ringbuf_bytes = 2u << 20;  // mapped twice: counts 4 MB of RSS once read
+  uint64_t unit_ns = 1000;                     // display unit the kernel buckets in
+  uint32_t filter_tgid = 0;                    // 0: every process
+  uint32_t num_functions = 1;                  // sizes the per-function maps
+  uint32_t ringbuf_bytes = 2u << 20;           // mapped twice: counts 4 MB of RSS once read
   uint32_t initial_mode = 0;                   // enum fl_mode for every function
   std::vector<uint32_t> function_flags;        // FL_FN_* by function id; missing = 0
   std::vector<uint64_t> function_subtract_ns;  // probe cost to take off; missing = 0
@@ -46,6 +47,7 @@ class BpfObject {
   Result<void> set_mode(uint32_t fn_id, uint32_t mode);
 
  private:
+  fl_fn_config config_of(uint32_t fn_id, uint32_t mode) const;
   BpfObject(funclatency_bpf* skeleton, LoadOptions options)
       : skeleton_(skeleton), options_(options) {}
   funclatency_bpf* skeleton_;

@@ -1,13 +1,13 @@
 #include "output/otlp/otlp_convert.h"
 
-#include "common/utf8.h"
-
 #include <limits.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <system_error>
+
+#include "common/utf8.h"
 
 namespace funclatency {
 namespace {
@@ -109,7 +109,7 @@ void fill_exponential_point(metrics_pb::ExponentialHistogramDataPoint* point,
   point->set_zero_threshold(1.0);
   std::array<uint64_t, FL_LOG2_ROWS> by_index{};
   uint64_t zero_count = 0;
-  const auto& buckets = histogram.buckets();
+  auto buckets = histogram.buckets();
   for (uint32_t i = 0; i < LatencyHistogram::kNumBuckets; i++) {
     if (buckets[i] == 0) continue;
     uint64_t low = fl_bucket_low(i);
