@@ -53,6 +53,14 @@ void add_core_options(CLI::App& app, CommandLine& v) {
   app.add_option("--max-functions", v.max_functions,
                  "Refuse patterns matching more functions than this")
       ->capture_default_str();
+  app.add_flag("--wait-for-library", v.wait_for_library,
+               "With -p: a TARGET whose library the process has not loaded and the loader "
+               "cannot find waits until the process loads it (dlopen), instead of an error");
+  app.add_option("--late-functions", v.late_functions,
+                 "With --wait-for-library: room for this many functions of libraries loaded "
+                 "later")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
 }
 
 Result<Config> finish_config(const CommandLine& v) {
@@ -80,6 +88,12 @@ Result<Config> finish_config(const CommandLine& v) {
   config.regex = v.regex;
   config.merge = v.merge;
   config.max_functions = v.max_functions;
+  config.late_functions = v.late_functions;
+  config.wait_for_library = v.wait_for_library;
+  if (v.wait_for_library && v.pid <= 0) {
+    return bad_input("--wait-for-library needs -p PID",
+                     "without -p, a library is found by path or through the loader");
+  }
   config.auto_threshold = v.auto_threshold;
   if (v.mode == "events")
     config.mode = ModeChoice::kEvents;

@@ -30,6 +30,8 @@ struct Config {
   bool regex = false;
   bool merge = false;
   size_t max_functions = 5000;
+  bool wait_for_library = false;  // with -p: a library nobody can find yet is awaited
+  uint32_t late_functions = 256;  // with -p: room for libraries loaded later
   ModeChoice mode = ModeChoice::kAuto;
   double auto_threshold = 10000;
   ExitProbeChoice exit_probes = ExitProbeChoice::kAuto;
@@ -46,6 +48,8 @@ struct CommandLine {
   bool usec = false, msec = false, nsec = false;
   bool timestamp = false, json = false, verbose = false, list = false, regex = false, merge = false;
   size_t max_functions = 5000;
+  bool wait_for_library = false;
+  uint32_t late_functions = 256;
   std::string mode = "auto";
   double auto_threshold = 10000;
   std::string exit_probes = "auto";

@@ -25,6 +25,7 @@
 #include "output/otlp/otlp_cli.h"
 #include "output/prometheus/prometheus_cli.h"
 #include "probe/bpf_object.h"
+#include "probe/library_watch.h"
 #include "probe/uprobe_links.h"
 #include "symbols/elf_symbol_resolver.h"
 #include "symbols/target_spec.h"
@@ -37,6 +38,8 @@ Examples:
   funclatency /usr/bin/myapp:handle_request       time one function, all processes
   funclatency -p 1234 :handle_request              ... of the binary PID 1234 runs
   funclatency -p 1234 c:malloc                     malloc in that process's libc
+  funclatency -p 1234 --wait-for-library myplugin:handle
+                                                   waits for 1234 to dlopen libmyplugin
   funclatency -i 2 -m ./server:'ns::Db::query*'    every C++ overload, msec, every 2s
   funclatency -r 'libssl:^SSL_(read|write)$'       regex over a library
   funclatency --json -d 10 ./app:slow_op           JSON lines for 10 seconds
@@ -77,31 +80,60 @@ ResolveOptions resolve_options(const Config& config) {
   return options;
 }
 
-// Every function the targets name, each once. `verbose` hears what a
-// pattern matched but could not be probed, and why.
-Result<std::vector<ProbeSite>> resolve_all(const Config& config,
-                                           const std::function<void(const std::string&)>& verbose) {
+// What the targets name: every function found now, each once, and (with
+// -p) the targets whose library the process has yet to load.
+struct Targets {
+  std::vector<ProbeSite> sites;
+  std::vector<TargetSpec> waiting;
+};
+
+// `verbose` hears what a pattern matched but could not be probed, and why.
+Result<Targets> resolve_all(const Config& config,
+                            const std::function<void(const std::string&)>& verbose) {
   auto specs = parse_targets(config);
   if (!specs) return std::unexpected(specs.error());
   ElfSymbolResolver resolver;
-  std::vector<ProbeSite> sites;
+  Targets targets;
   std::set<std::pair<std::string, uint64_t>> seen;
   for (const auto& spec : *specs) {
+    const bool unknown_library = config.pid && should_wait_for_library(spec, *config.pid);
+    if (unknown_library && config.wait_for_library) {
+      targets.waiting.push_back(spec);
+      continue;
+    }
     auto found = resolver.resolve_detailed(spec, resolve_options(config));
-    if (!found) return std::unexpected(found.error());
+    if (!found) {
+      Error error = found.error();
+      if (unknown_library) {
+        error.hint += (error.hint.empty() ? "" : "; ") +
+                      fmt::format("if process {} loads it later (dlopen), add --wait-for-library",
+                                  *config.pid);
+      }
+      return std::unexpected(std::move(error));
+    }
     for (const auto& refused : found->refused) {
       verbose(fmt::format("skipping {} in {}: {}", refused.symbol, refused.binary, refused.reason));
     }
     for (auto& site : found->sites) {
-      if (seen.insert({site.binary, site.file_offset}).second) sites.push_back(std::move(site));
+      if (seen.insert({site.binary, site.file_offset}).second) {
+        targets.sites.push_back(std::move(site));
+      }
     }
   }
-  if (sites.size() > config.max_functions) {
+  if (targets.sites.size() > config.max_functions) {
     return bad_input(fmt::format("the TARGETs match {} functions, more than --max-functions {}",
-                                 sites.size(), config.max_functions),
+                                 targets.sites.size(), config.max_functions),
                      "narrow the pattern, or raise --max-functions");
   }
-  return sites;
+  return targets;
+}
+
+std::string describe_waiting(const std::vector<TargetSpec>& waiting) {
+  std::string names;
+  for (const auto& spec : waiting) {
+    names += (names.empty() ? "" : ", ") + spec.binary + ":" + spec.function;
+  }
+  return names;
 }
 
 int run_calibration() {
@@ -166,11 +198,12 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   };
 
   if (config.list) return list_targets(config);
-  auto sites = resolve_all(config, verbose);
-  if (!sites) {
-    report_error(sites.error());
-    return sites.error().exit_code();
+  auto targets = resolve_all(config, verbose);
+  if (!targets) {
+    report_error(targets.error());
+    return targets.error().exit_code();
   }
+  const std::vector<ProbeSite>* sites = &targets->sites;
 
   // Sinks that can fail on bad input (a port in use) come before any probe.
   std::vector<std::unique_ptr<Sink>> sinks;
@@ -233,7 +266,9 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   LoadOptions load;
   load.unit_ns = config.unit_ns;
   load.filter_tgid = config.pid ? static_cast<uint32_t>(*config.pid) : 0;
-  load.num_functions = static_cast<uint32_t>(sites->size());
+  // Room for functions of libraries loaded later, when a target waits for one.
+  load.num_functions =
+      static_cast<uint32_t>(sites->size()) + (targets->waiting.empty() ? 0 : config.late_functions);
   load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
   for (const auto& plan : plans) {
     load.function_flags.push_back(plan.fn_flags);
@@ -270,7 +305,7 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   // A group per traced function (one for all with --merge); dropped
   // functions report nowhere.
   std::vector<ReportGroup> groups;
-  std::vector<uint32_t> group_of_function(sites->size(), kNoGroup);
+  std::vector<uint32_t> group_of_function(probes->object->num_functions(), kNoGroup);
   for (const auto& site : traced) {
     if (config.merge && !groups.empty()) {
       group_of_function[site.fn_id] = 0;
@@ -284,6 +319,20 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   }
   Aggregator aggregator(std::move(groups), std::move(group_of_function), config.unit_ns,
                         std::chrono::system_clock::now());
+
+  WatchOptions watch_options;
+  watch_options.pid = config.pid.value_or(0);
+  watch_options.resolve = resolve_options(config);
+  watch_options.exit_probes = config.exit_probes;
+  watch_options.initial_mode = load.initial_mode;
+  watch_options.method = probes->method;
+  watch_options.first_free_fn_id = static_cast<uint32_t>(sites->size());
+  watch_options.subtract_ns = [&calibration](const ProbePlan& plan) -> uint64_t {
+    return calibration ? calibration->for_plan(plan) : 0;
+  };
+  std::set<std::pair<std::string, uint64_t>> traced_offsets;
+  for (const auto& site : *sites) traced_offsets.insert({site.binary, site.file_offset});
+  LibraryWatch library_watch(targets->waiting, std::move(watch_options), std::move(traced_offsets));
 
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -302,17 +351,50 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   session_options.policy.to_kernel_calls_per_sec = config.auto_threshold;
   session_options.policy.to_events_calls_per_sec = config.auto_threshold / 4;
   if (config.verbose) session_options.verbose = verbose;
+  if (!library_watch.empty()) {
+    session_options.attach_late = [&]() -> Result<std::vector<uint32_t>> {
+      auto polled = library_watch.poll(*probes->object, probes->links);
+      if (!polled) return std::unexpected(polled.error());
+      for (const auto& note : polled->notes)
+        std::fprintf(stderr, "funclatency: %s\n", note.c_str());
+      std::vector<uint32_t> added;
+      for (const auto& site : polled->attached) {
+        aggregator.add_function(site.fn_id, {site.symbol, site.binary, config.pid.value_or(0)},
+                                config.merge);
+        verbose(fmt::format("{}: entry probe at {}:0x{:x}; exit: {}", site.symbol, site.binary,
+                            site.offset, site.exit_description));
+        added.push_back(site.fn_id);
+      }
+      return added;
+    };
+  }
   session_options.live_sinks = live_sinks;
   std::vector<Sink*> sink_pointers;
   for (auto& sink : sinks) sink_pointers.push_back(sink.get());
   TraceSession session(*probes->object, aggregator, sink_pointers, session_options, signal_fd,
                        [&probes] { probes->links.detach_all(); });
 
-  std::fprintf(stderr, "Tracing %zu function%s for %s (%s)... Hit Ctrl-C to end.\n", traced.size(),
-               traced.size() == 1 ? "" : "s", describe_targets(traced).c_str(),
-               mode_statement(config.mode));
+  if (traced.empty()) {
+    std::fprintf(stderr,
+                 "Waiting for process %d to load the library of %s (%s)... Hit Ctrl-C to end.\n",
+                 *config.pid, describe_waiting(library_watch.pending()).c_str(),
+                 mode_statement(config.mode));
+  } else {
+    std::string waiting;
+    if (!library_watch.empty()) {
+      waiting = fmt::format("; waiting for process {} to load the library of {}", *config.pid,
+                            describe_waiting(library_watch.pending()));
+    }
+    std::fprintf(stderr, "Tracing %zu function%s for %s%s (%s)... Hit Ctrl-C to end.\n",
+                 traced.size(), traced.size() == 1 ? "" : "s", describe_targets(traced).c_str(),
+                 waiting.c_str(), mode_statement(config.mode));
+  }
   auto stopped = session.run();
   ::close(signal_fd);
+  if (!library_watch.empty()) {
+    std::fprintf(stderr, "funclatency: process %d never loaded the library of %s\n", *config.pid,
+                 describe_waiting(library_watch.pending()).c_str());
+  }
   if (!stopped) {
     report_error(stopped.error());
     return stopped.error().exit_code();

@@ -6,7 +6,8 @@ namespace funclatency {
 
 Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> group_of_function,
                        uint64_t unit_ns, std::chrono::system_clock::time_point run_start)
-    : group_of_function_(std::move(group_of_function)),
+    : unit_ns_(unit_ns),
+      group_of_function_(std::move(group_of_function)),
       fn_interval_calls_(group_of_function_.size(), 0),
       fn_mode_(group_of_function_.size(), "events"),
       run_start_(run_start),
@@ -17,8 +18,8 @@ Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> gr
                           .binary = std::move(group.binary),
                           .pid = group.pid,
                           .mode = "events",
-                          .interval = LatencyHistogram(unit_ns),
-                          .total = LatencyHistogram(unit_ns)};
+                          .interval = LatencyHistogram(unit_ns_),
+                          .total = LatencyHistogram(unit_ns_)};
     reports_.push_back(std::move(report));
   }
 }
@@ -68,6 +69,25 @@ void Aggregator::on_lost(uint32_t fn_id, const LostCounts& delta) {
 
 void Aggregator::set_mode_name(uint32_t fn_id, std::string mode) {
   if (fn_id < fn_mode_.size()) fn_mode_[fn_id] = std::move(mode);
+}
+
+void Aggregator::add_function(uint32_t fn_id, ReportGroup group, bool merge) {
+  if (fn_id >= group_of_function_.size()) {
+    group_of_function_.resize(fn_id + 1, kNoGroup);
+    fn_interval_calls_.resize(fn_id + 1, 0);
+    fn_mode_.resize(fn_id + 1, "events");
+  }
+  if (merge && !reports_.empty()) {
+    group_of_function_[fn_id] = 0;
+    return;
+  }
+  reports_.push_back(FunctionReport{.symbol = std::move(group.symbol),
+                                    .binary = std::move(group.binary),
+                                    .pid = group.pid,
+                                    .mode = "events",
+                                    .interval = LatencyHistogram(unit_ns_),
+                                    .total = LatencyHistogram(unit_ns_)});
+  group_of_function_[fn_id] = static_cast<uint32_t>(reports_.size() - 1);
 }
 
 void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {

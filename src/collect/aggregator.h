@@ -41,6 +41,9 @@ class Aggregator {
   void on_kernel_totals(uint32_t fn_id, const KernelTotals& before, const KernelTotals& now);
   void on_lost(uint32_t fn_id, const LostCounts& delta);
   void set_mode_name(uint32_t fn_id, std::string mode);
+  // A function attached while tracing: its own group, or with `merge` the
+  // first group (its own when there is none yet).
+  void add_function(uint32_t fn_id, ReportGroup group, bool merge);
 
   // Calls counted for fn_id since the last take_report (for the auto policy).
   uint64_t interval_calls_of_function(uint32_t fn_id) const { return fn_interval_calls_[fn_id]; }
@@ -57,6 +60,7 @@ class Aggregator {
     return fn_id < group_of_function_.size() && group_of_function_[fn_id] < reports_.size();
   }
 
+  uint64_t unit_ns_;
   std::vector<FunctionReport> reports_;
   std::vector<uint32_t> group_of_function_;
   std::vector<uint64_t> fn_interval_calls_;

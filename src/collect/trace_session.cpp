@@ -155,6 +155,7 @@ Result<StopReason> TraceSession::run() {
   auto next_policy = start + policy_period;
   auto last_policy = start;
   auto next_live = start + options_.live_period;
+  auto next_late_attach = start;
   std::optional<Clock::time_point> next_interval;
   if (options_.interval.count() > 0) next_interval = start + options_.interval;
   std::optional<Clock::time_point> deadline;
@@ -190,6 +191,18 @@ Result<StopReason> TraceSession::run() {
     }
     if (auto drained = (*reader)->drain(); !drained) return std::unexpected(drained.error());
     now = Clock::now();
+    if (running && options_.attach_late && now >= next_late_attach) {
+      auto added = options_.attach_late();
+      if (!added) return std::unexpected(added.error());
+      for (uint32_t fn : *added) {
+        if (fn >= num_functions_) continue;
+        if (options_.mode == ModeChoice::kKernel) {
+          ever_kernel_[fn] = true;
+          aggregator_.set_mode_name(fn, "kernel");
+        }
+      }
+      next_late_attach = now + options_.late_attach_period;
+    }
     if (policy_ && now >= next_policy) {
       if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
       apply_policy(std::chrono::duration<double>(now - last_policy).count());

@@ -31,6 +31,11 @@ struct SessionOptions {
   std::vector<Sink*> live_sinks;
   std::chrono::milliseconds live_period{1000};
   std::function<void(const std::string&)> verbose;  // may be empty
+  // Called every late_attach_period while set: attaches functions of
+  // libraries the process loaded since (already added to the aggregator) and
+  // returns their ids. An error ends the run.
+  std::function<Result<std::vector<uint32_t>>()> attach_late;
+  std::chrono::milliseconds late_attach_period{200};
 };
 
 enum class StopReason { kSignal, kDuration, kProcessExited, kSinkBroken };

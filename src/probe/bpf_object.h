@@ -45,6 +45,11 @@ class BpfObject {
   // Switches how a function's completed calls are aggregated from its next
   // return on; a single array write, so no call is lost or counted twice.
   Result<void> set_mode(uint32_t fn_id, uint32_t mode);
+  // Sets up a function id the maps were sized for but no probe used yet (a
+  // library the process loads later): its flags, probe cost and mode. Call it
+  // before the function's probes attach.
+  Result<void> configure_function(uint32_t fn_id, uint32_t mode, uint32_t flags,
+                                  uint64_t subtract_ns);
 
  private:
   fl_fn_config config_of(uint32_t fn_id, uint32_t mode) const;

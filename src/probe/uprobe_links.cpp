@@ -2,13 +2,12 @@
 
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
-
-#include "probe/privileges.h"
 #include <unistd.h>
 
 #include <map>
 #include <utility>
 
+#include "probe/privileges.h"
 #include "probe/uprobe_multi.h"
 
 namespace funclatency {
@@ -33,8 +32,7 @@ namespace {
 
 Error attach_error(std::string what, int err, int pid) {
   if (err == EPERM || err == EACCES) {
-    return Error{ErrorKind::kBadInput, std::move(what), err,
-                 privilege_hint()};
+    return Error{ErrorKind::kBadInput, std::move(what), err, privilege_hint()};
   }
   if (err == ESRCH) {
     return Error{ErrorKind::kBadInput, std::move(what), err,
@@ -87,16 +85,17 @@ struct ProbePoint {
 
 Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const ProbeSite> sites,
                                       std::span<const ProbePlan> plans, int pid,
-                                      AttachMethod method,
+                                      AttachMethod method, uint32_t first_fn_id,
                                       const std::map<uint32_t, std::string>& skip,
                                       std::map<uint32_t, std::string>& refused) {
   // Every probe point, grouped by file and kind: a uprobe_multi link covers
   // one file and one program.
   std::map<std::pair<std::string, ProbeKind>, std::vector<ProbePoint>> groups;
-  for (uint32_t fn_id = 0; fn_id < sites.size(); fn_id++) {
+  for (uint32_t index = 0; index < sites.size(); index++) {
+    const uint32_t fn_id = first_fn_id + index;
     if (skip.contains(fn_id)) continue;
-    const ProbeSite& site = sites[fn_id];
-    const ProbePlan& plan = plans[fn_id];
+    const ProbeSite& site = sites[index];
+    const ProbePlan& plan = plans[index];
     uint64_t entry = site.file_offset + plan.entry_skip;
     groups[{site.binary, ProbeKind::kEntry}].push_back({entry, fn_id, &site});
     if (plan.use_ret_instructions) {
@@ -170,30 +169,33 @@ Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const P
 
 Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const ProbeSite> sites,
                                         std::span<const ProbePlan> plans, std::optional<int> pid,
-                                        AttachMethod method) {
+                                        AttachMethod method, uint32_t first_fn_id) {
   UprobeLinks result;
   int target_pid = pid.value_or(-1);
   std::map<uint32_t, std::string> refused;
-  auto first = result.attach_pass(object, sites, plans, target_pid, method, {}, refused);
+  auto first =
+      result.attach_pass(object, sites, plans, target_pid, method, first_fn_id, {}, refused);
   if (!first) return std::unexpected(first.error());
   if (!refused.empty()) {
     // Again without the refused functions, so no function is half-probed.
     result.links_.clear();
     std::map<uint32_t, std::string> again;
-    auto second = result.attach_pass(object, sites, plans, target_pid, method, refused, again);
+    auto second =
+        result.attach_pass(object, sites, plans, target_pid, method, first_fn_id, refused, again);
     if (!second) return std::unexpected(second.error());
     if (!again.empty())
       return runtime_error("attach probes: the kernel refused a probe it took before");
   }
   if (refused.size() == sites.size() && !sites.empty()) {
     const auto& [fn_id, reason] = *refused.begin();
-    return bad_input(
-        fmt::format("cannot probe {} in {}: {}", sites[fn_id].symbol, sites[fn_id].binary, reason),
-        "uprobes cannot take this function's first instruction");
+    const ProbeSite& site = sites[fn_id - first_fn_id];
+    return bad_input(fmt::format("cannot probe {} in {}: {}", site.symbol, site.binary, reason),
+                     "uprobes cannot take this function's first instruction");
   }
-  for (uint32_t fn_id = 0; fn_id < sites.size(); fn_id++) {
-    const ProbeSite& site = sites[fn_id];
-    const ProbePlan& plan = plans[fn_id];
+  for (uint32_t index = 0; index < sites.size(); index++) {
+    const uint32_t fn_id = first_fn_id + index;
+    const ProbeSite& site = sites[index];
+    const ProbePlan& plan = plans[index];
     if (auto it = refused.find(fn_id); it != refused.end()) {
       result.dropped_.push_back(DroppedFunction{fn_id, site.symbol, it->second});
       continue;
@@ -203,6 +205,13 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
                                          plan.exit_description});
   }
   return result;
+}
+
+void UprobeLinks::adopt(UprobeLinks&& more) {
+  for (auto& link : more.links_) links_.push_back(std::move(link));
+  sites_.insert(sites_.end(), more.sites_.begin(), more.sites_.end());
+  dropped_.insert(dropped_.end(), more.dropped_.begin(), more.dropped_.end());
+  more.links_.clear();
 }
 
 Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const ProbeSite> sites,

@@ -60,13 +60,15 @@ struct DroppedFunction {
 
 class UprobeLinks {
  public:
-  // Attaches the probes `plans[i]` places to site i; the site's index is its
-  // function id (the attach cookie). A function the kernel refuses to probe
+  // Attaches the probes `plans[i]` places to site i, whose function id (the
+  // attach cookie) is first_fn_id + i. A function the kernel refuses to probe
   // is left out (dropped()); when every one is, that is an error. On failure
   // everything attached so far is detached before returning.
   static Result<UprobeLinks> attach(const BpfObject& object, std::span<const ProbeSite> sites,
                                     std::span<const ProbePlan> plans, std::optional<int> pid,
-                                    AttachMethod method);
+                                    AttachMethod method, uint32_t first_fn_id = 0);
+  // Takes over the links (and sites) of `more`, attached later.
+  void adopt(UprobeLinks&& more);
   const std::vector<AttachedSite>& sites() const { return sites_; }
   const std::vector<DroppedFunction>& dropped() const { return dropped_; }
   size_t link_count() const { return links_.size(); }
@@ -77,7 +79,7 @@ class UprobeLinks {
   // functions whose probe the kernel refuses are added to `refused`.
   Result<void> attach_pass(const BpfObject& object, std::span<const ProbeSite> sites,
                            std::span<const ProbePlan> plans, int pid, AttachMethod method,
-                           const std::map<uint32_t, std::string>& skip,
+                           uint32_t first_fn_id, const std::map<uint32_t, std::string>& skip,
                            std::map<uint32_t, std::string>& refused);
 
   std::vector<ProbeLink> links_;

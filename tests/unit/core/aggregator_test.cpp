@@ -57,6 +57,39 @@ TEST(Aggregator, MergedGroupsAndLostCounts) {
   EXPECT_EQ(report.functions[0].pid, 7);
 }
 
+TEST(Aggregator, FunctionsAttachedLaterGetTheirOwnGroupOrJoinTheMergedOne) {
+  // Two ids were reserved for functions of a library loaded later.
+  Aggregator aggregator({{"f", "/bin/x", 0}}, {0, kNoGroup, kNoGroup}, 1000, kStart);
+  aggregator.on_event(1, 5000);  // no probe reports to an unused id
+  aggregator.add_function(1, {"late", "/plugins/libp.so", 9}, false);
+  aggregator.on_event(1, 6000);
+  aggregator.add_function(4, {"later", "/plugins/libq.so", 9}, false);  // past the end
+  aggregator.on_event(4, 7000);
+  Report report = aggregator.take_report(Report::Kind::kInterval, kStart);
+  ASSERT_EQ(report.functions.size(), 3u);
+  EXPECT_EQ(report.functions[1].symbol, "late");
+  EXPECT_EQ(report.functions[1].interval.count(), 1u);
+  EXPECT_EQ(report.functions[1].interval.sum_ns(), 6000u);
+  EXPECT_EQ(report.functions[2].binary, "/plugins/libq.so");
+  EXPECT_EQ(report.functions[2].interval.count(), 1u);
+
+  Aggregator merged({{"all", "/bin/x", 0}}, {0, kNoGroup}, 1000, kStart);
+  merged.add_function(1, {"late", "/plugins/libp.so", 0}, true);
+  merged.on_event(1, 1000);
+  report = merged.take_report(Report::Kind::kInterval, kStart);
+  ASSERT_EQ(report.functions.size(), 1u);
+  EXPECT_EQ(report.functions[0].interval.count(), 1u);
+
+  // Merged, with nothing traced at the start: the first late function opens the group.
+  Aggregator empty({}, {kNoGroup}, 1000, kStart);
+  empty.add_function(0, {"late", "/plugins/libp.so", 0}, true);
+  empty.add_function(1, {"late2", "/plugins/libp.so", 0}, true);
+  empty.on_event(1, 1000);
+  report = empty.take_report(Report::Kind::kInterval, kStart);
+  ASSERT_EQ(report.functions.size(), 1u);
+  EXPECT_EQ(report.functions[0].interval.count(), 1u);
+}
+
 TEST(Aggregator, IgnoresUnknownFunctionIds) {
   Aggregator aggregator({{"f", "/bin/x", 0}}, {0}, 1000, kStart);
   aggregator.on_event(5, 1000);
