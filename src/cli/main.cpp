@@ -22,7 +22,8 @@
 #include "collect/trace_session.h"
 #include "output/console_sink.h"
 #include "output/json_sink.h"
-#include "output/otlp/otlp_cli.h"
+#include "output/otlp/otlp_cli_options.h"
+#include "output/otlp/otlp_module.h"
 #include "output/prometheus/prometheus_cli.h"
 #include "probe/bpf_object.h"
 #include "probe/library_watch.h"
@@ -238,11 +239,9 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   }
 
   if (otlp_values.enabled) {
-    auto otlp = make_otlp_sink(
-        otlp_values, current_environment(), detect_export_context(config.pid.value_or(0)),
-        [](std::string_view line) {
-          std::fprintf(stderr, "funclatency: %.*s\n", static_cast<int>(line.size()), line.data());
-        });
+    auto otlp = load_otlp_sink(otlp_values, config.pid.value_or(0), [](std::string_view line) {
+      std::fprintf(stderr, "funclatency: %.*s\n", static_cast<int>(line.size()), line.data());
+    });
     if (!otlp) {
       report_error(otlp.error());
       return otlp.error().exit_code();

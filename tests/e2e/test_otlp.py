@@ -233,3 +233,35 @@ def test_sigint_during_a_hanging_export_exits_within_the_timeout(procs, tool, ta
     assert took < 3.5, f"exit took {took:.1f}s\n{traced.describe()}"
     assert "OTLP" in traced.text("stderr"), traced.describe()
 
+
+
+def mapped_grpc(pid):
+    return "libgrpc" in open(f"/proc/{pid}/maps").read()
+
+
+def test_exporter_module_is_loaded_only_with_otlp(procs, tool, target_app, receiver_program):
+    """gRPC, protobuf and libcurl live in funclatency-otlp.so, loaded for --otlp only."""
+    receiver = start_receiver(procs, receiver_program)
+    work = procs.start_workload(target_app, ["--calls", "0", "--rate", "100"])
+    plain = procs.start_tool(tool, ["-p", work.pid, f"{target_app}:slow_op"])
+    exporting = procs.start_tool(tool, ["-p", work.pid, f"--otlp={receiver.url('grpc')}",
+                                        "--otlp-protocol", "grpc", f"{target_app}:slow_op"])
+    assert not mapped_grpc(plain.pid)
+    assert mapped_grpc(exporting.pid)
+    assert plain.stop(signal.SIGINT) == 0, plain.describe()
+    assert exporting.stop(signal.SIGINT) == 0, exporting.describe()
+
+
+def test_missing_exporter_module_is_one_clear_error(procs, tool, target_app, tmp_path):
+    # A copy alone in a folder (a symlink would resolve back to the build).
+    lonely = tmp_path / "funclatency"
+    lonely.write_bytes(tool.read_bytes())
+    lonely.chmod(0o755)
+    result = procs.spawn([lonely, "--otlp", f"{target_app}:slow_op"])
+    assert result.wait(30) == 1, result.describe()
+    stderr = result.text("stderr")
+    assert len(result.lines("stderr")) == 1, stderr
+    assert f"{tmp_path}/funclatency-otlp.so" in stderr and "--otlp" in stderr, stderr
+    # Without --otlp the same binary needs no module.
+    result = procs.spawn([lonely, "-l", f"{target_app}:slow_op"])
+    assert result.wait(30) == 0, result.describe()

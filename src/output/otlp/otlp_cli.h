@@ -1,20 +1,17 @@
-// Glue for main: the --otlp options and the sink they configure.
+// The sink the --otlp options configure (in the exporter module).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <memory>
 
 #include "common/error.h"
+#include "output/otlp/otlp_cli_options.h"
 #include "output/otlp/otlp_convert.h"
 #include "output/otlp/otlp_options.h"
 #include "output/otlp/otlp_transport.h"
 #include "output/sink.h"
 
 namespace funclatency {
-
-// Adds --otlp [URL], --otlp-protocol, --otlp-histogram, --otlp-temporality
-// and --otlp-pid-attribute. `values` must outlive parsing.
-void add_otlp_options(CLI::App& app, OtlpCliValues& values);
 
 // Resolves the options (command line over OTEL_* variables) and starts the
 // sink's sender thread. Bad values are kBadInput errors (exit 2). `log`
