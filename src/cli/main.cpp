@@ -25,6 +25,7 @@
 #include "output/otlp/otlp_cli_options.h"
 #include "output/otlp/otlp_module.h"
 #include "output/prometheus/prometheus_cli.h"
+#include "output/prometheus/prometheus_module.h"
 #include "probe/bpf_object.h"
 #include "probe/library_watch.h"
 #include "probe/uprobe_links.h"
@@ -227,7 +228,7 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   }
 
   std::vector<Sink*> live_sinks;
-  auto prometheus = make_prometheus_sink(prometheus_values);
+  auto prometheus = load_prometheus_sink(prometheus_values);
   if (!prometheus) {
     report_error(prometheus.error());
     return prometheus.error().exit_code();
@@ -269,7 +270,11 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   load.num_functions =
       static_cast<uint32_t>(sites->size()) + (targets->waiting.empty() ? 0 : config.late_functions);
   load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
+  // Functions attached later may need either kind of exit.
+  load.return_program = !targets->waiting.empty();
+  load.exit_program = !targets->waiting.empty();
   for (const auto& plan : plans) {
+    (plan.use_ret_instructions ? load.exit_program : load.return_program) = true;
     load.function_flags.push_back(plan.fn_flags);
     load.function_subtract_ns.push_back(calibration ? calibration->for_plan(plan) : 0);
   }

@@ -43,6 +43,8 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
                                             static_cast<bpf_attach_type>(kAttachTypeUprobeMulti));
     }
   }
+  bpf_program__set_autoload(skeleton->progs.fl_return, options.return_program);
+  bpf_program__set_autoload(skeleton->progs.fl_exit, options.exit_program);
   if (int rc = funclatency_bpf::load(skeleton); rc < 0) return fail("load BPF programs", rc);
 
   auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));

@@ -23,6 +23,10 @@ struct LoadOptions {
   std::vector<uint32_t> function_flags;        // FL_FN_* by function id; missing = 0
   std::vector<uint64_t> function_subtract_ns;  // probe cost to take off; missing = 0
   bool uprobe_multi = false;                   // load the programs for uprobe_multi links
+  // Which exit programs to load: the verifier costs milliseconds per program
+  // at every start, and most runs use only one kind of exit.
+  bool return_program = true;  // uretprobes
+  bool exit_program = true;    // probes on ret instructions
 };
 
 class BpfObject {

@@ -1,6 +1,6 @@
 #include "probe/probe_plan.h"
 
-#include <capstone/capstone.h>
+#include <Zydis/Zydis.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gelf.h>
@@ -19,53 +19,50 @@ namespace funclatency {
 
 CodeFacts analyze_code(std::span<const uint8_t> code, uint64_t address) {
   CodeFacts facts;
-  csh handle;
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &handle) != CS_ERR_OK) {
+  ZydisDecoder decoder;
+  if (ZYAN_FAILED(ZydisDecoderInit(&decoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64))) {
     facts.decoded = false;
     return facts;
   }
-  cs_option(handle, CS_OPT_DETAIL, CS_OPT_ON);
-  cs_insn* insn = cs_malloc(handle);
-  const uint8_t* bytes = code.data();
-  size_t remaining = code.size();
-  uint64_t pc = address;
   const uint64_t end = address + code.size();
-  while (remaining > 0) {
-    if (!cs_disasm_iter(handle, &bytes, &remaining, &pc, insn)) {
+  ZydisDecodedInstruction insn;
+  ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
+  for (size_t offset = 0; offset < code.size(); offset += insn.length) {
+    if (ZYAN_FAILED(ZydisDecoderDecodeFull(&decoder, code.data() + offset, code.size() - offset,
+                                           &insn, operands))) {
       facts.decoded = false;
       break;
     }
-    if (insn->id == X86_INS_PUSH || insn->id == X86_INS_NOP || insn->id == X86_INS_CALL ||
-        cs_insn_group(handle, insn, CS_GRP_JUMP)) {
-      // Of these, x86 uprobes emulate push of a register, nop, and relative
-      // jumps and calls; indirect forms are single-stepped.
-      const cs_x86& ops = insn->detail->x86;
-      bool register_or_relative = ops.op_count == 0 || ops.operands[0].type == X86_OP_REG ||
-                                  ops.operands[0].type == X86_OP_IMM;
-      bool nop = insn->id == X86_INS_NOP;
-      bool push_register = insn->id == X86_INS_PUSH && ops.operands[0].type == X86_OP_REG;
-      bool relative =
-          insn->id != X86_INS_PUSH && ops.op_count == 1 && ops.operands[0].type == X86_OP_IMM;
-      if (register_or_relative && (nop || push_register || relative)) {
-        facts.emulated.push_back(insn->address);
-      }
-    }
-    if (insn->id == X86_INS_RET) {
-      facts.rets.push_back(insn->address);
+    const uint64_t at = address + offset;
+    const unsigned visible = insn.operand_count_visible;
+    const bool first_is_register = visible >= 1 && operands[0].type == ZYDIS_OPERAND_TYPE_REGISTER;
+    const bool one_relative_operand = visible == 1 &&
+                                      operands[0].type == ZYDIS_OPERAND_TYPE_IMMEDIATE &&
+                                      operands[0].imm.is_relative;
+    const bool is_jump = insn.meta.category == ZYDIS_CATEGORY_COND_BR ||
+                         insn.meta.category == ZYDIS_CATEGORY_UNCOND_BR;
+    // x86 uprobes emulate nops (this kernel turns a 5-byte one into a call),
+    // a push of a register, and relative jumps and calls; every other first
+    // instruction is single-stepped (DESIGN.md's cost table).
+    const bool nop = insn.mnemonic == ZYDIS_MNEMONIC_NOP;
+    const bool push_register = insn.mnemonic == ZYDIS_MNEMONIC_PUSH && first_is_register;
+    const bool relative_branch =
+        (is_jump || insn.mnemonic == ZYDIS_MNEMONIC_CALL) && one_relative_operand;
+    if (nop || push_register || relative_branch) facts.emulated.push_back(at);
+    // A near return (opcodes c3, c2 imm16); far returns are not a function's.
+    if (insn.mnemonic == ZYDIS_MNEMONIC_RET && (insn.opcode == 0xc3 || insn.opcode == 0xc2)) {
+      facts.rets.push_back(at);
       continue;
     }
-    bool is_jump = cs_insn_group(handle, insn, CS_GRP_JUMP);
-    const cs_x86& x86 = insn->detail->x86;
-    if (!is_jump || x86.op_count != 1 || x86.operands[0].type != X86_OP_IMM) continue;
-    auto target = static_cast<uint64_t>(x86.operands[0].imm);
+    if (!is_jump || !one_relative_operand) continue;
+    uint64_t target = 0;
+    if (ZYAN_FAILED(ZydisCalcAbsoluteAddress(&insn, &operands[0], at, &target))) continue;
     if (target >= address && target < end) {
       facts.jump_targets.push_back(target);
-    } else if (insn->id == X86_INS_JMP) {
-      facts.tail_jumps.push_back(insn->address);
+    } else if (insn.mnemonic == ZYDIS_MNEMONIC_JMP) {
+      facts.tail_jumps.push_back(at);
     }
   }
-  cs_free(insn, 1);
-  cs_close(&handle);
   std::sort(facts.jump_targets.begin(), facts.jump_targets.end());
   return facts;
 }

@@ -240,7 +240,8 @@ def mapped_grpc(pid):
 
 
 def test_exporter_module_is_loaded_only_with_otlp(procs, tool, target_app, receiver_program):
-    """gRPC, protobuf and libcurl live in funclatency-otlp.so, loaded for --otlp only."""
+    """gRPC, protobuf and libcurl live in funclatency-otlp.so, loaded for --otlp only
+    (test_prometheus.py checks the same of cpp-httplib and --prometheus)."""
     receiver = start_receiver(procs, receiver_program)
     work = procs.start_workload(target_app, ["--calls", "0", "--rate", "100"])
     plain = procs.start_tool(tool, ["-p", work.pid, f"{target_app}:slow_op"])
@@ -252,16 +253,19 @@ def test_exporter_module_is_loaded_only_with_otlp(procs, tool, target_app, recei
     assert exporting.stop(signal.SIGINT) == 0, exporting.describe()
 
 
-def test_missing_exporter_module_is_one_clear_error(procs, tool, target_app, tmp_path):
+@pytest.mark.parametrize("option,module", [("--otlp", "funclatency-otlp.so"),
+                                           ("--prometheus=0", "funclatency-prometheus.so")])
+def test_missing_exporter_module_is_one_clear_error(procs, tool, target_app, tmp_path, option,
+                                                    module):
     # A copy alone in a folder (a symlink would resolve back to the build).
     lonely = tmp_path / "funclatency"
     lonely.write_bytes(tool.read_bytes())
     lonely.chmod(0o755)
-    result = procs.spawn([lonely, "--otlp", f"{target_app}:slow_op"])
+    result = procs.spawn([lonely, option, f"{target_app}:slow_op"])
     assert result.wait(30) == 1, result.describe()
     stderr = result.text("stderr")
     assert len(result.lines("stderr")) == 1, stderr
-    assert f"{tmp_path}/funclatency-otlp.so" in stderr and "--otlp" in stderr, stderr
-    # Without --otlp the same binary needs no module.
+    assert f"{tmp_path}/{module}" in stderr and option.split("=")[0] in stderr, stderr
+    # Without the option the same binary needs no module.
     result = procs.spawn([lonely, "-l", f"{target_app}:slow_op"])
     assert result.wait(30) == 0, result.describe()

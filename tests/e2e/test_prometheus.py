@@ -313,3 +313,19 @@ def test_address_that_cannot_be_bound_is_refused(tool, target_app):
 def test_malformed_address_is_refused(tool, target_app):
     result = run_tool(tool, ["--prometheus", "localhost:http", f"{target_app}:slow_op"])
     assert_refused(result, r"localhost:http", r"\[ADDR:\]PORT")
+
+
+@pytest.mark.bpf
+def test_exporter_module_is_loaded_only_with_prometheus(procs, tool, target_app):
+    """cpp-httplib and OpenSSL live in funclatency-prometheus.so, loaded for
+    --prometheus only: a plain run maps neither."""
+    work = procs.start_workload(target_app, ["--rate", "100"], wait_signal=False)
+    plain = procs.start_tool(tool, ["-p", work.pid, ":slow_op"])
+    serving = procs.start_tool(tool, ["--prometheus", f"127.0.0.1:{free_port()}", "-p", work.pid,
+                                      ":slow_op"])
+    plain_maps = open(f"/proc/{plain.pid}/maps").read()
+    serving_maps = open(f"/proc/{serving.pid}/maps").read()
+    assert "libcpp-httplib" not in plain_maps and "libssl" not in plain_maps
+    assert "libcpp-httplib" in serving_maps and "funclatency-prometheus.so" in serving_maps
+    assert plain.stop(signal.SIGINT) == 0, plain.describe()
+    assert serving.stop(signal.SIGINT) == 0, serving.describe()

@@ -1,8 +1,5 @@
-// The OTLP exporter lives in a module (funclatency-otlp.so next to the
-// binary) that funclatency loads only when --otlp is given: gRPC, protobuf
-// and libcurl pull in ~80 shared libraries, which cost every run tens of
-// milliseconds of start-up and megabytes of memory. This header is the
-// contract between the two; both sides are built from one tree.
+// The OTLP exporter's module (funclatency-otlp.so, see exporter_module.h):
+// the contract between the binary and the module.
 #pragma once
 
 #include <functional>
@@ -28,8 +25,7 @@ inline constexpr const char* kOtlpModuleEntry = "funclatency_otlp_make_sink_v1";
 inline constexpr const char* kOtlpModuleFile = "funclatency-otlp.so";
 
 // Loads the module and makes the sink, as make_otlp_sink does (options from
-// the command line over OTEL_* variables; bad ones are kBadInput). A module
-// that is missing or does not load is a runtime error naming its path.
+// the command line over OTEL_* variables; bad ones are kBadInput).
 Result<std::unique_ptr<Sink>> load_otlp_sink(const OtlpCliValues& values, int traced_pid,
                                              std::function<void(std::string_view)> log);
 

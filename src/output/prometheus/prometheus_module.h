@@ -1,0 +1,22 @@
+// The Prometheus exporter's module (funclatency-prometheus.so, see
+// exporter_module.h): the contract between the binary and the module.
+#pragma once
+
+#include <memory>
+
+#include "common/error.h"
+#include "output/prometheus/prometheus_cli.h"
+#include "output/sink.h"
+
+namespace funclatency {
+
+using PrometheusModuleEntry = void (*)(const PrometheusCliValues& values,
+                                       Result<std::unique_ptr<Sink>>& sink);
+inline constexpr const char* kPrometheusModuleEntry = "funclatency_prometheus_make_sink_v1";
+inline constexpr const char* kPrometheusModuleFile = "funclatency-prometheus.so";
+
+// make_prometheus_sink() through the module, which is loaded only when
+// --prometheus was given; nullptr otherwise.
+Result<std::unique_ptr<Sink>> load_prometheus_sink(const PrometheusCliValues& values);
+
+}  // namespace funclatency
