@@ -45,7 +45,11 @@ Result<WatchResult> LibraryWatch::poll(BpfObject& object, UprobeLinks& links) {
   WatchResult result;
   if (pending_.empty()) return result;
   auto mapped = executable_mappings(options_.pid);
-  if (!mapped) return std::unexpected(mapped.error());
+  if (!mapped) {
+    // The process has just exited: the session sees that and ends the run.
+    if (!require_process(options_.pid)) return result;
+    return std::unexpected(mapped.error());
+  }
   for (const auto& file : *mapped) {
     if (!seen_files_.insert(file).second) continue;
     for (auto spec = pending_.begin(); spec != pending_.end();) {
