@@ -90,11 +90,10 @@ struct Targets {
 };
 
 // `verbose` hears what a pattern matched but could not be probed, and why.
-Result<Targets> resolve_all(const Config& config,
+Result<Targets> resolve_all(const Config& config, ElfSymbolResolver& resolver,
                             const std::function<void(const std::string&)>& verbose) {
   auto specs = parse_targets(config);
   if (!specs) return std::unexpected(specs.error());
-  ElfSymbolResolver resolver;
   Targets targets;
   std::set<std::pair<std::string, uint64_t>> seen;
   for (const auto& spec : *specs) {
@@ -200,7 +199,12 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   };
 
   if (config.list) return list_targets(config);
-  auto targets = resolve_all(config, verbose);
+  // Kept to the end of the run: a library loaded later is resolved and
+  // planned by the same objects, and tearing a big symbol table down would
+  // only delay the start.
+  ElfSymbolResolver resolver;
+  ProbePlanner planner;
+  auto targets = resolve_all(config, resolver, verbose);
   if (!targets) {
     report_error(targets.error());
     return targets.error().exit_code();
@@ -217,7 +221,6 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   }
 
   std::vector<ProbePlan> plans;
-  ProbePlanner planner;
   for (const auto& site : *sites) {
     auto plan = planner.plan(site, config.exit_probes);
     if (!plan) {
@@ -336,7 +339,8 @@ int run(const Config& config, const PrometheusCliValues& prometheus_values,
   };
   std::set<std::pair<std::string, uint64_t>> traced_offsets;
   for (const auto& site : *sites) traced_offsets.insert({site.binary, site.file_offset});
-  LibraryWatch library_watch(targets->waiting, std::move(watch_options), std::move(traced_offsets));
+  LibraryWatch library_watch(targets->waiting, std::move(watch_options), std::move(traced_offsets),
+                             resolver, planner);
 
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -35,11 +35,14 @@ bool should_wait_for_library(const TargetSpec& spec, int pid) {
 }
 
 LibraryWatch::LibraryWatch(std::vector<TargetSpec> pending, WatchOptions options,
-                           std::set<std::pair<std::string, uint64_t>> already_traced)
+                           std::set<std::pair<std::string, uint64_t>> already_traced,
+                           ElfSymbolResolver& resolver, ProbePlanner& planner)
     : pending_(std::move(pending)),
       options_(std::move(options)),
       traced_(std::move(already_traced)),
-      next_fn_id_(options_.first_free_fn_id) {}
+      next_fn_id_(options_.first_free_fn_id),
+      resolver_(resolver),
+      planner_(planner) {}
 
 Result<WatchResult> LibraryWatch::poll(BpfObject& object, UprobeLinks& links) {
   WatchResult result;

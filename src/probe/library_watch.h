@@ -41,9 +41,12 @@ struct WatchResult {
 class LibraryWatch {
  public:
   // `already_traced`: (binary, file offset) of functions attached up front,
-  // which a pattern over a later library must not probe twice.
+  // which a pattern over a later library must not probe twice. `resolver`
+  // and `planner` (those that placed them, with what they learnt) must
+  // outlive the watch.
   LibraryWatch(std::vector<TargetSpec> pending, WatchOptions options,
-               std::set<std::pair<std::string, uint64_t>> already_traced);
+               std::set<std::pair<std::string, uint64_t>> already_traced,
+               ElfSymbolResolver& resolver, ProbePlanner& planner);
 
   bool empty() const { return pending_.empty(); }
   const std::vector<TargetSpec>& pending() const { return pending_; }
@@ -62,8 +65,8 @@ class LibraryWatch {
   std::set<std::pair<std::string, uint64_t>> traced_;
   std::set<std::string> seen_files_;
   uint32_t next_fn_id_;
-  ElfSymbolResolver resolver_;
-  ProbePlanner planner_;
+  ElfSymbolResolver& resolver_;
+  ProbePlanner& planner_;
 };
 
 // True when a TARGET with -p should wait for its library instead of failing:
