@@ -54,8 +54,8 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                  "Refuse patterns matching more functions than this")
       ->capture_default_str();
   app.add_flag("--wait-for-library", v.wait_for_library,
-               "With -p: a TARGET whose library the process has not loaded and the loader "
-               "cannot find waits until the process loads it (dlopen), instead of an error");
+               "With -p: a library nothing can find yet is waited for until the process\n"
+               "loads it (dlopen), instead of an error");
   app.add_option("--late-functions", v.late_functions,
                  "With --wait-for-library: room for this many functions of libraries loaded "
                  "later")
