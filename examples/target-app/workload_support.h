@@ -59,6 +59,16 @@ struct BodySpan {
 // The span the innermost timed_call() on this thread is waiting for.
 BodySpan*& current_body_span();
 
+// For a traced function whose unwinding must stay as it is (an object with a
+// destructor would give its frame a landing pad) or that leaves by longjmp:
+// body_begin() first, body_end() on the normal return path only.
+inline std::uint64_t body_begin() {
+  return monotonic_ns();
+}
+inline void body_end(std::uint64_t start_ns) {
+  if (BodySpan* span = current_body_span()) *span = {start_ns, monotonic_ns()};
+}
+
 class BodyTimer {
  public:
   BodyTimer() : span_(current_body_span()), start_ns_(monotonic_ns()) {}

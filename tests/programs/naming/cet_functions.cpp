@@ -36,9 +36,11 @@ std::uint64_t cet_recurse(int depth, funclatency::workload::FunctionTruth* truth
 }
 
 std::uint64_t cet_throw_through(std::uint64_t tag, bool should_throw) {
+  const std::uint64_t body_start = funclatency::workload::body_begin();
   funclatency::workload::precise_sleep_ns(kCetSleepUs * 1000,
                                           funclatency::workload::kDefaultSpinNs);
   throw_if(should_throw);
   asm volatile("" ::: "memory");
+  funclatency::workload::body_end(body_start);
   return tag + 2;
 }

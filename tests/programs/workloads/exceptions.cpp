@@ -17,9 +17,11 @@ constexpr std::uint64_t kSleepUs = 350;
 }  // namespace
 
 extern "C" [[gnu::noinline]] std::uint64_t may_throw(std::uint64_t tag, int should_throw) {
+  const std::uint64_t body_start = funclatency::workload::body_begin();
   funclatency::workload::precise_sleep_ns(kSleepUs * 1000, funclatency::workload::kDefaultSpinNs);
   if (should_throw != 0) throw std::runtime_error("workload-exceptions: thrown on purpose");
   asm volatile("" ::: "memory");
+  funclatency::workload::body_end(body_start);
   return tag + 1;
 }
 
@@ -29,9 +31,11 @@ struct Relay {
 };
 
 std::uint64_t Relay::pass_through(std::uint64_t tag, bool should_throw) {
+  const std::uint64_t body_start = funclatency::workload::body_begin();
   funclatency::workload::precise_sleep_ns(kSleepUs * 1000, funclatency::workload::kDefaultSpinNs);
   throw_if(should_throw);
   asm volatile("" ::: "memory");
+  funclatency::workload::body_end(body_start);
   return tag + 2;
 }
 }  // namespace workloads

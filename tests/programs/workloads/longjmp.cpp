@@ -11,9 +11,11 @@ constexpr std::uint64_t kSleepUs = 350;
 }  // namespace
 
 extern "C" [[gnu::noinline]] std::uint64_t jump_out(std::uint64_t tag, std::jmp_buf* escape) {
+  const std::uint64_t body_start = funclatency::workload::body_begin();
   funclatency::workload::precise_sleep_ns(kSleepUs * 1000, funclatency::workload::kDefaultSpinNs);
   if (escape != nullptr) std::longjmp(*escape, 1);
   asm volatile("" ::: "memory");
+  funclatency::workload::body_end(body_start);
   return tag + 1;
 }
 
@@ -25,16 +27,21 @@ namespace {
 [[gnu::noinline]] void call_jump_out(std::uint64_t tag, bool leave_by_longjmp,
                                      funclatency::workload::FunctionTruth& truth) {
   std::jmp_buf escape;
+  funclatency::workload::BodySpan body{};
   if (setjmp(escape) != 0) {
+    funclatency::workload::current_body_span() = nullptr;
     truth.record_abandoned();
     return;
   }
+  funclatency::workload::current_body_span() = &body;
   std::uint64_t switches_before = funclatency::workload::involuntary_switches();
   std::uint64_t start_ns = funclatency::workload::monotonic_ns();
   jump_out(tag, leave_by_longjmp ? &escape : nullptr);
   std::uint64_t end_ns = funclatency::workload::monotonic_ns();
+  funclatency::workload::current_body_span() = nullptr;
   truth.record_return(end_ns - start_ns,
-                      funclatency::workload::involuntary_switches() != switches_before);
+                      funclatency::workload::involuntary_switches() != switches_before,
+                      body.end_ns - body.start_ns);
 }
 }  // namespace
 
