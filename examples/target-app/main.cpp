@@ -26,6 +26,7 @@ struct Options {
   std::uint64_t seed = 1;
   std::string truth_path;
   bool wait_signal = false;
+  double slow_scale = 1.0;  // multiplies every slow_op sleep (a "slower build" for diff)
 };
 
 // One cluster of slow_op durations, in microseconds. Every cluster lies at
@@ -69,14 +70,14 @@ struct Truths {
 
 constexpr int kFastCallsPerIteration = 4;
 
-void run_worker(std::uint64_t iterations, double rate, std::uint64_t seed, Truths truths,
-                const funclatency::workload::RunControl& control) {
+void run_worker(std::uint64_t iterations, double rate, std::uint64_t seed, double slow_scale,
+                Truths truths, const funclatency::workload::RunControl& control) {
   SleepDistribution sleeps(seed);
   funclatency::workload::Pacer pacer(rate);
   std::uint64_t sink = 0;
   for (std::uint64_t i = 0; i < iterations && !control.stop_requested(); ++i) {
     pacer.wait_for_call(i);
-    std::uint64_t sleep_ns = sleeps.next_ns();
+    auto sleep_ns = static_cast<std::uint64_t>(static_cast<double>(sleeps.next_ns()) * slow_scale);
     sink += timed_call(truths.slow, [&] { return slow_op(sleep_ns); });
     for (int k = 0; k < kFastCallsPerIteration; ++k) {
       sink += timed_call(truths.fast, [&] { return fast_op(sink + k); });
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", options.seed, "seed of the sleep distribution");
   app.add_option("--truth", options.truth_path,
                  "at exit, write calls and the measured log2 usec histogram per function as JSON");
+  app.add_option("--slow-scale", options.slow_scale,
+                 "multiply slow_op's sleeps by this (1.5: a 1.5x slower slow_op, for diff)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--wait-signal", options.wait_signal,
                "print 'ready pid=N', then start only when SIGUSR1 arrives");
   app.footer(
@@ -120,8 +124,8 @@ int main(int argc, char** argv) {
     std::uint64_t iterations = options.calls == 0 ? UINT64_MAX
                                                   : funclatency::workload::share_of_calls(
                                                         options.calls, options.threads, t);
-    workers.emplace_back(run_worker, iterations, options.rate, options.seed + t, truths,
-                         std::cref(control));
+    workers.emplace_back(run_worker, iterations, options.rate, options.seed + t, options.slow_scale,
+                         truths, std::cref(control));
   }
   for (std::thread& worker : workers) worker.join();
 

@@ -19,6 +19,9 @@ char LICENSE[] SEC("license") = "GPL";
 /* Fixed before load. */
 const volatile __u64 unit_ns = 1000;
 const volatile __u32 filter_tgid = 0; /* 0: every process */
+/* --cpu-split: the number of functions, the stride between a function's
+ * parts in fn_stats (see enum fl_call_part); 0 without the split. */
+const volatile __u32 split_stride = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -26,6 +29,13 @@ struct {
   __type(key, int);
   __type(value, struct fl_shadow_stack);
 } shadow_stacks SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, FL_MAX_SPLIT_THREADS); /* 1 without --cpu-split */
+  __type(key, __u32);
+  __type(value, struct fl_thread_switches);
+} thread_switches SEC(".maps");
 
 /* max_entries of the per-function maps is set to the number of traced
  * functions before load. */
@@ -62,7 +72,7 @@ static __always_inline bool filtered_out(void) {
   return filter_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != filter_tgid;
 }
 
-enum lost_reason { LOST_UNRETURNED, LOST_DEPTH, LOST_RINGBUF };
+enum lost_reason { LOST_UNRETURNED, LOST_DEPTH, LOST_RINGBUF, SPLIT_UNKNOWN };
 
 static __always_inline void count_lost(__u32 fn_id, enum lost_reason reason) {
   struct fl_fn_lost *lost = bpf_map_lookup_elem(&fn_lost, &fn_id);
@@ -71,21 +81,112 @@ static __always_inline void count_lost(__u32 fn_id, enum lost_reason reason) {
     __sync_fetch_and_add(&lost->unreturned, 1);
   else if (reason == LOST_DEPTH)
     __sync_fetch_and_add(&lost->depth, 1);
-  else
+  else if (reason == LOST_RINGBUF)
     __sync_fetch_and_add(&lost->ringbuf, 1);
+  else
+    __sync_fetch_and_add(&lost->split_unknown, 1);
 }
 
-/* Drops frames deeper than `sp` (their functions were left without a return
+/* The helpers below work on a shadow stack's frames, a thread's or (Go
+ * code) a goroutine's, each bounded by its own depth (a power of two). */
+
+/* The frame at depth `depth` (1 = the bottom), or NULL outside 1..max_depth.
+ * The mask keeps the index provably in bounds for the verifier, whatever
+ * the compiler makes of the comparison before it. */
+static __always_inline struct fl_frame *frame_at(struct fl_frame *frames, __u32 max_depth,
+                                                 __u32 depth) {
+  __u32 index = depth - 1;
+  if (index >= max_depth) return NULL;
+  asm volatile("" : "+r"(index));
+  return &frames[index & (max_depth - 1)];
+}
+
+/* --cpu-split: the switched-out totals noted for the frame at `depth`. */
+static __always_inline struct fl_switch_marks *marks_at(struct fl_shadow_stack *stack,
+                                                        __u32 depth) {
+  __u32 index = depth - 1;
+  if (index >= FL_MAX_DEPTH) return NULL;
+  asm volatile("" : "+r"(index));
+  return &stack->marks[index & (FL_MAX_DEPTH - 1)];
+}
+
+/* Drops frames deeper than `sp` (their functions were left without an exit
  * probe firing) and counts each as lost. Returns the new depth. */
-static __always_inline __u32 unwind_below(struct fl_shadow_stack *stack, __u32 depth, __u64 sp) {
+static __always_inline __u32 unwind_below(struct fl_frame *frames, __u32 max_depth, __u32 depth,
+                                          __u64 sp) {
   for (int i = 0; i < FL_MAX_DEPTH; i++) {
-    if (depth == 0 || depth > FL_MAX_DEPTH) break;
-    struct fl_frame *top = &stack->frames[depth - 1];
-    if (top->sp >= sp) break;
+    struct fl_frame *top = frame_at(frames, max_depth, depth);
+    if (!top || top->sp >= sp) break;
     count_lost(top->fn_id, LOST_UNRETURNED);
     depth--;
   }
   return depth;
+}
+
+static __always_inline bool jumps_to_entry(__u32 fn_id) {
+  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+  return config && (config->flags & FL_FN_JUMPS_TO_ENTRY);
+}
+
+/* Records a call entering at `sp`. An entry where the top frame of the same
+ * function stands is that call jumping back to its probed instruction, not a
+ * new call, when the function is flagged FL_FN_JUMPS_TO_ENTRY (a self tail
+ * call compiled as a loop). Returns the new depth; `pushed` says whether a
+ * new frame is on top. */
+static __always_inline __u32 push_call(struct fl_frame *frames, __u32 max_depth, __u32 depth,
+                                       __u32 fn_id, __u64 sp, bool *pushed) {
+  *pushed = false;
+  depth = unwind_below(frames, max_depth, depth, sp);
+  if (depth > max_depth) depth = 0; /* cannot happen */
+  struct fl_frame *top = frame_at(frames, max_depth, depth);
+  if (top) {
+    if (top->sp == sp && top->fn_id == fn_id) {
+      if (jumps_to_entry(fn_id)) return depth;
+      /* A new call where the last one stood: that one was left without
+       * reaching an exit probe (an exception, longjmp). */
+      count_lost(fn_id, LOST_UNRETURNED);
+      depth--;
+    }
+  }
+  struct fl_frame *frame = frame_at(frames, max_depth, depth + 1);
+  if (!frame) {
+    count_lost(fn_id, LOST_DEPTH);
+    return depth;
+  }
+  frame->sp = sp;
+  frame->fn_id = fn_id;
+  /* Read the clock last at entry (and first at return) so the probes' own
+   * work stays out of the duration as far as it can. */
+  frame->start_ns = bpf_ktime_get_ns();
+  *pushed = true;
+  return depth + 1;
+}
+
+/* Every time the kernel switched the current task out, by its own count. */
+static __always_inline __u64 kernel_switches(void) {
+  struct task_struct *task = bpf_get_current_task_btf();
+  return task->nvcsw + task->nivcsw;
+}
+
+/* --cpu-split: notes the thread's switched-out totals as the call at
+ * `depth` starts, and that a call is in flight. */
+static __always_inline void mark_switches(struct fl_shadow_stack *stack, __u32 depth) {
+  struct fl_switch_marks *marks = marks_at(stack, depth);
+  if (!marks) return;
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct fl_thread_switches *thread = bpf_map_lookup_elem(&thread_switches, &tid);
+  if (!thread) {
+    struct fl_thread_switches fresh = {};
+    bpf_map_update_elem(&thread_switches, &tid, &fresh, BPF_NOEXIST);
+    thread = bpf_map_lookup_elem(&thread_switches, &tid);
+    if (!thread) return;
+  }
+  thread->out_since_ns = 0; /* running now */
+  thread->in_call = depth;
+  marks->runnable_ns = thread->runnable_ns;
+  marks->blocked_ns = thread->blocked_ns;
+  marks->outs = thread->outs;
+  marks->kernel_switches = kernel_switches();
 }
 
 SEC("uprobe")
@@ -98,36 +199,11 @@ int BPF_KPROBE(fl_entry) {
     count_lost(fn_id, LOST_DEPTH);
     return 0;
   }
-  __u64 sp = PT_REGS_SP(ctx);
-  __u32 depth = unwind_below(stack, stack->depth, sp);
-  if (depth > FL_MAX_DEPTH) depth = 0; /* cannot happen; bounds the verifier */
-  if (depth > 0) {
-    struct fl_frame *top = &stack->frames[depth - 1];
-    if (top->sp == sp && top->fn_id == fn_id) {
-      struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
-      if (config && (config->flags & FL_FN_JUMPS_TO_ENTRY)) {
-        /* The function jumped back to its probed instruction: same call. */
-        stack->depth = depth;
-        return 0;
-      }
-      /* A new call where the last one stood: that one was left without
-       * reaching an exit probe (an exception, longjmp). */
-      count_lost(fn_id, LOST_UNRETURNED);
-      depth--;
-    }
-  }
-  if (depth >= FL_MAX_DEPTH) {
-    stack->depth = depth;
-    count_lost(fn_id, LOST_DEPTH);
-    return 0;
-  }
-  struct fl_frame *frame = &stack->frames[depth];
-  frame->sp = sp;
-  frame->fn_id = fn_id;
-  /* Read the clock last at entry (and first at return) so the probes' own
-   * work stays out of the duration as far as it can. */
-  frame->start_ns = bpf_ktime_get_ns();
-  stack->depth = depth + 1;
+  bool pushed;
+  __u32 depth =
+      push_call(stack->frames, FL_MAX_DEPTH, stack->depth, fn_id, PT_REGS_SP(ctx), &pushed);
+  stack->depth = depth;
+  if (split_stride && pushed) mark_switches(stack, depth);
   return 0;
 }
 
@@ -147,17 +223,24 @@ static __always_inline void update_max(__u64 *slot, __u64 value) {
   }
 }
 
-static __always_inline void record_in_kernel(__u32 fn_id, __u64 duration_ns) {
-  struct fl_fn_stats *stats = bpf_map_lookup_elem(&fn_stats, &fn_id);
+/* `key`: the function's id, or with --cpu-split the entry of one part. */
+static __always_inline void record_in_kernel(__u32 key, __u64 duration_ns) {
+  struct fl_fn_stats *stats = bpf_map_lookup_elem(&fn_stats, &key);
   if (!stats) return;
   __u32 bucket = fl_bucket_of(duration_ns / unit_ns);
   if (bucket >= FL_NUM_BUCKETS) bucket = FL_NUM_BUCKETS - 1;
   __sync_fetch_and_add(&stats->buckets[bucket], 1);
   __sync_fetch_and_add(&stats->sum_ns, duration_ns);
-  update_min(&stats->min_ns, duration_ns);
+  /* 0 means unset: a duration of 0 (a --cpu-split part) is kept as 1 ns. */
+  update_min(&stats->min_ns, duration_ns ? duration_ns : 1);
   update_max(&stats->max_ns, duration_ns);
   /* Last, so a reader never sees a count without its bucket. */
   __sync_fetch_and_add(&stats->count, 1);
+}
+
+static __always_inline void submit_event(void *event) {
+  __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+  bpf_ringbuf_submit(event, pending > FL_WAKEUP_THRESHOLD ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline void record_as_event(__u32 fn_id, __u64 duration_ns) {
@@ -169,40 +252,118 @@ static __always_inline void record_as_event(__u32 fn_id, __u64 duration_ns) {
   event->duration_ns = duration_ns;
   event->fn_id = fn_id;
   event->tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-  __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
-  bpf_ringbuf_submit(event, pending > FL_WAKEUP_THRESHOLD ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+  submit_event(event);
 }
 
-/* Pops the frame of the call that entered at `entry_sp` and records its
- * duration. Frames deeper than it never returned and are counted lost. */
+/* Where a call's time went, for --cpu-split. */
+struct call_split {
+  __u64 runnable_ns;
+  __u64 blocked_ns;
+};
+
+static __always_inline void record_split_as_event(__u32 fn_id, __u64 duration_ns,
+                                                  const struct call_split *split) {
+  struct fl_event_split *event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+  if (!event) {
+    count_lost(fn_id, LOST_RINGBUF);
+    return;
+  }
+  event->call.duration_ns = duration_ns;
+  event->call.fn_id = fn_id;
+  event->call.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  event->runnable_ns = split->runnable_ns;
+  event->blocked_ns = split->blocked_ns;
+  submit_event(event);
+}
+
+/* The split's parts in the kernel: on-CPU is what the call was not switched
+ * out (the probes' own cost, taken off the wall time, is on-CPU time too). */
+static __always_inline void record_split_in_kernel(__u32 fn_id, __u64 duration_ns,
+                                                   const struct call_split *split) {
+  __u64 off_cpu = split->runnable_ns + split->blocked_ns;
+  record_in_kernel(fn_id + FL_PART_ONCPU * split_stride,
+                   duration_ns > off_cpu ? duration_ns - off_cpu : 0);
+  record_in_kernel(fn_id + FL_PART_RUNNABLE * split_stride, split->runnable_ns);
+  record_in_kernel(fn_id + FL_PART_BLOCKED * split_stride, split->blocked_ns);
+}
+
+/* Pops the frame of the call that entered at `entry_sp` into `duration_ns`.
+ * False when the stack holds no such call: its entry was not recorded (stack
+ * full, or a second return probe chained on the same frame). Frames deeper
+ * than it never returned and are counted lost. */
+static __always_inline bool pop_call(struct fl_frame *frames, __u32 max_depth, __u32 *depth_slot,
+                                     __u32 fn_id, __u64 entry_sp, __u64 now, __u64 *duration_ns) {
+  __u32 depth = unwind_below(frames, max_depth, *depth_slot, entry_sp);
+  struct fl_frame *top = frame_at(frames, max_depth, depth);
+  if (!top) {
+    *depth_slot = depth > max_depth ? 0 : depth;
+    return false;
+  }
+  if (top->sp != entry_sp || top->fn_id != fn_id) {
+    *depth_slot = depth;
+    return false;
+  }
+  *depth_slot = depth - 1;
+  *duration_ns = now - top->start_ns;
+  return true;
+}
+
+/* Takes the probes' own cost off a completed call and records it (and its
+ * split, when there is one) the way its function is aggregated right now. */
+static __always_inline void record_call(__u32 fn_id, __u64 duration_ns,
+                                        const struct call_split *split) {
+  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+  if (config && config->subtract_ns) {
+    duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
+  }
+  bool in_kernel = config && config->mode == FL_MODE_KERNEL;
+  if (in_kernel) {
+    record_in_kernel(fn_id, duration_ns);
+    if (split) record_split_in_kernel(fn_id, duration_ns, split);
+  } else if (split) {
+    record_split_as_event(fn_id, duration_ns, split);
+  } else {
+    record_as_event(fn_id, duration_ns);
+  }
+}
+
 static __always_inline int complete_call(struct pt_regs *ctx, __u64 entry_sp, __u64 now) {
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
   struct fl_shadow_stack *stack =
       bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
   if (!stack) return 0;
-  __u32 depth = unwind_below(stack, stack->depth, entry_sp);
-  if (depth == 0 || depth > FL_MAX_DEPTH) {
-    stack->depth = depth > FL_MAX_DEPTH ? 0 : depth;
+  __u64 duration_ns;
+  if (!pop_call(stack->frames, FL_MAX_DEPTH, &stack->depth, fn_id, entry_sp, now, &duration_ns))
+    return 0;
+  if (!split_stride) {
+    record_call(fn_id, duration_ns, NULL);
     return 0;
   }
-  struct fl_frame *top = &stack->frames[depth - 1];
-  if (top->sp != entry_sp || top->fn_id != fn_id) {
-    /* Not ours: this call's entry was not recorded (stack full, or a second
-     * return probe chained on the same frame). Nothing to pair. */
-    stack->depth = depth;
+  /* The popped frame was at depth + 1. */
+  struct fl_switch_marks *marks = marks_at(stack, stack->depth + 1);
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct fl_thread_switches *thread = bpf_map_lookup_elem(&thread_switches, &tid);
+  if (!marks || !thread) {
+    count_lost(fn_id, SPLIT_UNKNOWN);
+    record_call(fn_id, duration_ns, NULL);
     return 0;
   }
-  __u64 duration_ns = now - top->start_ns;
-  stack->depth = depth - 1;
-
-  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
-  if (config && config->subtract_ns) {
-    duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
+  thread->in_call = stack->depth;
+  /* Now and then a context switch does not reach the sched_switch program
+   * (the kernel counted more switch-outs than it saw, or the thread runs
+   * while still marked out): the split of that call is unknown, its wall
+   * time is still right. */
+  if (kernel_switches() - marks->kernel_switches != thread->outs - marks->outs ||
+      thread->out_since_ns) {
+    count_lost(fn_id, SPLIT_UNKNOWN);
+    record_call(fn_id, duration_ns, NULL);
+    return 0;
   }
-  if (config && config->mode == FL_MODE_KERNEL)
-    record_in_kernel(fn_id, duration_ns);
-  else
-    record_as_event(fn_id, duration_ns);
+  struct call_split split = {
+      .runnable_ns = thread->runnable_ns - marks->runnable_ns,
+      .blocked_ns = thread->blocked_ns - marks->blocked_ns,
+  };
+  record_call(fn_id, duration_ns, &split);
   return 0;
 }
 
@@ -223,4 +384,124 @@ int BPF_KPROBE(fl_exit) {
   __u64 now = bpf_ktime_get_ns();
   if (filtered_out()) return 0;
   return complete_call(ctx, PT_REGS_SP(ctx), now);
+}
+
+/* --- --cpu-split -----------------------------------------------------------
+ * Runs on every context switch of the machine while loaded (only with
+ * --cpu-split). A thread with a traced call in flight notes when and how it
+ * left the CPU, and adds the time it was out when it comes back; every
+ * other thread costs two hash lookups. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(fl_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state) {
+  __u64 now = bpf_ktime_get_ns();
+  __u32 prev_tid = prev->pid, next_tid = next->pid;
+  struct fl_thread_switches *out = bpf_map_lookup_elem(&thread_switches, &prev_tid);
+  if (out) out->outs++;
+  if (out && out->in_call) {
+    out->out_since_ns = now;
+    /* Preempted, or yielding while running: still on a run queue. */
+    out->out_runnable = preempt || prev_state == 0 /* TASK_RUNNING */;
+  }
+  struct fl_thread_switches *in = bpf_map_lookup_elem(&thread_switches, &next_tid);
+  if (in && in->out_since_ns) {
+    __u64 out_ns = now - in->out_since_ns;
+    if (in->out_runnable)
+      in->runnable_ns += out_ns;
+    else
+      in->blocked_ns += out_ns;
+    in->out_since_ns = 0;
+  }
+  return 0;
+}
+
+/* --- Go code --------------------------------------------------------------
+ * In Go >= 1.17 on amd64 (register ABI), R14 holds the running goroutine's g
+ * in Go functions; g.stack.lo and g.stack.hi are its first two words. */
+
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, FL_GO_MAX_GOROUTINES); /* 1 when no Go function is traced */
+  __type(key, struct fl_go_key);
+  __type(value, struct fl_go_stack);
+} go_stacks SEC(".maps");
+
+/* What a goroutine's shadow stack starts as. */
+const struct fl_go_stack empty_go_stack = {};
+
+/* The goroutine running this Go code and the virtual stack pointer of the
+ * current frame. False where R14 is not a g whose stack holds SP (assembly
+ * ABI0 code, cgo): such a call cannot be paired per goroutine. */
+static __always_inline bool current_goroutine(struct pt_regs *ctx,
+                                              const struct fl_fn_config *config,
+                                              struct fl_go_key *key, __u64 *virtual_sp) {
+  if (!config->goid_offset) return false;
+  __u64 g = ctx->r14;
+  __u64 bounds[2]; /* g.stack.lo, g.stack.hi */
+  if (bpf_probe_read_user(bounds, sizeof(bounds), (const void *)g)) return false;
+  __u64 sp = PT_REGS_SP(ctx);
+  if (sp < bounds[0] || sp >= bounds[1]) return false;
+  __u64 goid;
+  if (bpf_probe_read_user(&goid, sizeof(goid), (const void *)(g + config->goid_offset)))
+    return false;
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  key->goid = goid;
+  key->tgid = (__u32)(pid_tgid >> 32);
+  key->tid = goid ? 0 : (__u32)pid_tgid;
+  *virtual_sp = FL_GO_STACK_TOP - (bounds[1] - sp);
+  return true;
+}
+
+/* Entry of a Go function, placed where SP is still the caller's: on the
+ * stack check's branch, or at the first instruction. */
+SEC("uprobe")
+int BPF_KPROBE(fl_go_entry) {
+  if (filtered_out()) return 0;
+  __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
+  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+  if (!config) return 0;
+  /* The stack check failed: morestack runs, then the function starts again
+   * and this probe fires once more for the same call. */
+  if ((config->flags & FL_FN_GO_STACK_CHECK) && (ctx->flags & (FL_EFLAGS_CF | FL_EFLAGS_ZF)))
+    return 0;
+  struct fl_go_key key = {};
+  __u64 virtual_sp;
+  if (!current_goroutine(ctx, config, &key, &virtual_sp)) {
+    count_lost(fn_id, LOST_DEPTH);
+    return 0;
+  }
+  struct fl_go_stack *stack = bpf_map_lookup_elem(&go_stacks, &key);
+  if (!stack) {
+    bpf_map_update_elem(&go_stacks, &key, &empty_go_stack, BPF_NOEXIST);
+    stack = bpf_map_lookup_elem(&go_stacks, &key);
+    if (!stack) {
+      count_lost(fn_id, LOST_DEPTH);
+      return 0;
+    }
+  }
+  bool pushed;
+  stack->depth =
+      push_call(stack->frames, FL_GO_MAX_DEPTH, stack->depth, fn_id, virtual_sp, &pushed);
+  return 0;
+}
+
+/* A `ret` of a Go function: the return address is still at [SP], where it
+ * was at entry. */
+SEC("uprobe")
+int BPF_KPROBE(fl_go_exit) {
+  __u64 now = bpf_ktime_get_ns();
+  if (filtered_out()) return 0;
+  __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
+  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+  if (!config) return 0;
+  struct fl_go_key key = {};
+  __u64 virtual_sp;
+  if (!current_goroutine(ctx, config, &key, &virtual_sp)) return 0;
+  struct fl_go_stack *stack = bpf_map_lookup_elem(&go_stacks, &key);
+  if (!stack) return 0;
+  __u64 duration_ns;
+  if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now,
+               &duration_ns))
+    record_call(fn_id, duration_ns, NULL);
+  return 0;
 }

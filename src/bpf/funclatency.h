@@ -38,6 +38,24 @@ struct fl_event {
   __u32 tgid;
 };
 
+/* With --cpu-split: the record also says how long the call was switched out,
+ * runnable (waiting for a CPU) and sleeping; on-CPU is the rest. */
+struct fl_event_split {
+  struct fl_event call;
+  __u64 runnable_ns;
+  __u64 blocked_ns;
+};
+
+/* With --cpu-split, fn_stats holds FL_CALL_PARTS entries per function: the
+ * wall time at fn_id, and part k at fn_id + k * (number of functions). */
+enum fl_call_part {
+  FL_PART_WALL = 0,
+  FL_PART_ONCPU = 1,
+  FL_PART_RUNNABLE = 2,
+  FL_PART_BLOCKED = 3,
+  FL_CALL_PARTS = 4,
+};
+
 /* Per-function, per-CPU totals of kernel-mode calls. Only ever grow; user
  * space sums CPUs and subtracts the previous snapshot. */
 struct fl_fn_stats {
@@ -51,10 +69,13 @@ struct fl_fn_stats {
 /* Per-function, per-CPU counts of calls that could not be timed, in both
  * modes. Small, so user space can read them for every function cheaply. */
 struct fl_fn_lost {
-  __u64 unreturned; /* frames that never returned: exception, longjmp, return probe limit */
-  __u64 depth;      /* calls nested deeper than the shadow stack holds */
+  __u64 unreturned; /* frames that never returned: exception, longjmp, panic, return probe limit */
+  __u64 depth;      /* calls that could not be timed: nested deeper than the shadow stack holds,
+                       or Go code entered where R14 is not the running goroutine */
   __u64 ringbuf;    /* completed calls whose event could not be reserved */
-  __u64 reserved;
+  /* --cpu-split: completed calls (counted) whose split is unknown: a context
+   * switch during the call did not reach the sched_switch program. */
+  __u64 split_unknown;
 };
 
 /* A call in flight on one thread. `sp` is the stack pointer at entry, which
@@ -66,22 +87,87 @@ struct fl_frame {
   __u32 reserved;
 };
 
+/* --cpu-split: a thread's running totals of time switched out when a frame
+ * was entered; the exit subtracts them from the totals then. */
+struct fl_switch_marks {
+  __u64 runnable_ns;
+  __u64 blocked_ns;
+  __u64 outs;            /* switch-outs the sched_switch program saw */
+  __u64 kernel_switches; /* the task's nvcsw + nivcsw: every switch-out */
+};
+
 struct fl_shadow_stack {
   __u32 depth;
   __u32 reserved;
   struct fl_frame frames[FL_MAX_DEPTH];
+  struct fl_switch_marks marks[FL_MAX_DEPTH]; /* --cpu-split */
+};
+
+/* --cpu-split: a thread's running totals of time switched out, kept by the
+ * sched_switch program in a hash map by thread id (map lookups never fail
+ * for a busy lock the way task storage can inside a context switch). */
+struct fl_thread_switches {
+  __u64 runnable_ns;  /* switched out while runnable: waiting for a CPU */
+  __u64 blocked_ns;   /* switched out while sleeping */
+  __u64 out_since_ns; /* 0 while on a CPU */
+  __u32 out_runnable; /* how it left the CPU at out_since_ns */
+  __u32 in_call;      /* a traced call is in flight: only then is time noted */
+  __u64 outs;         /* switch-outs seen, to check against the kernel's count */
+};
+/* Threads the switch totals are kept for (an LRU map: threads that ended go
+ * first). */
+#define FL_MAX_SPLIT_THREADS 16384
+
+/* Go code: calls are paired per goroutine, because a goroutine that parks
+ * inside a call resumes on any thread. The runtime copies a goroutine's stack
+ * when it grows or shrinks, so a frame is known by its distance from the top
+ * of the goroutine's stack (g.stack.hi - SP), which survives a copy. The
+ * shadow stack stores it as a virtual stack pointer, FL_GO_STACK_TOP minus the
+ * distance, so deeper frames have smaller values as on a real stack. */
+#define FL_GO_STACK_TOP (1ull << 62)
+/* Frames per goroutine: ret-instruction exits have no kernel limit; deeper
+ * calls are counted as not timed. */
+#define FL_GO_MAX_DEPTH 16
+/* Goroutines with a traced call in flight at once (an LRU map: the state of
+ * goroutines that ended is reused first). 8192 x 400 bytes = 3.2 MB. */
+#define FL_GO_MAX_GOROUTINES 8192
+
+/* goid is unique for the life of a process (g structures are reused, goids
+ * never): stale frames of an ended goroutine can never pair. On a thread's
+ * system stack (g0, goid 0) the thread id tells the g0s apart. */
+struct fl_go_key {
+  __u64 goid;
+  __u32 tgid;
+  __u32 tid; /* 0 unless goid is 0 */
+};
+
+struct fl_go_stack {
+  __u32 depth;
+  __u32 reserved;
+  struct fl_frame frames[FL_GO_MAX_DEPTH];
 };
 
 /* The function's own code jumps to the probed entry instruction (a self
  * tail call compiled as a loop): an entry at the stack pointer of the
  * function's live frame is that jump, not a new call. */
 #define FL_FN_JUMPS_TO_ENTRY 1u
+/* Go code whose entry probe sits on the last branch of its stack-check
+ * prologue (`cmp rsp, [r14+0x10]; jbe morestack`). With CF or ZF set the
+ * branch is taken: morestack grows the stack (or preempts) and the function
+ * starts again, so that firing is not yet the call. Each call is thus
+ * recorded once, when its stack check passes. */
+#define FL_FN_GO_STACK_CHECK 2u
+/* x86 EFLAGS bits the stack check's `jbe` tests. */
+#define FL_EFLAGS_CF (1u << 0)
+#define FL_EFLAGS_ZF (1u << 6)
 
 /* Per-function settings user space may change while tracing. */
 struct fl_fn_config {
   __u32 mode;        /* enum fl_mode */
   __u32 flags;       /* FL_FN_* */
   __u64 subtract_ns; /* the probes' own cost, taken off every duration */
+  __u32 goid_offset; /* Go code: offset of goid in runtime.g (by Go version) */
+  __u32 reserved;
 };
 
 /* floor(log2(v)) for v > 0, branch by branch: clang 14's BPF backend

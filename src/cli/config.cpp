@@ -2,14 +2,23 @@
 
 #include <CLI/CLI.hpp>
 
+#include "funclatency_version.h"  // generated: cmake/VersionHeader.cmake
+
 namespace funclatency {
 
 void add_core_options(CLI::App& app, CommandLine& v) {
+  // The project version from CMake, and the git revision of a checkout build.
+  // main() prints it and exits 0 when CLI11 reports it (CLI::CallForVersion).
+  app.set_version_flag("--version", "funclatency " FUNCLATENCY_VERSION_TEXT,
+                       "Print the version (and the git revision it was built from) and exit");
   app.add_flag("--calibrate", v.calibrate,
                "Measure what the probes add to a duration on this machine, print it, and exit\n"
                "(alone: funclatency --calibrate)");
   app.add_flag("--subtract-overhead", v.subtract_overhead,
                "Calibrate first, then take the probes' own cost off every duration");
+  app.add_flag("--cpu-split", v.cpu_split,
+               "Split each call's time into on-CPU, runnable (waiting for a CPU) and\n"
+               "blocked (sleeping), from the scheduler's context switches");
   app.add_option("TARGET", v.targets,
                  "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
                  "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.")
@@ -67,6 +76,7 @@ Result<Config> finish_config(const CommandLine& v) {
   Config config;
   config.calibrate = v.calibrate;
   config.subtract_overhead = v.subtract_overhead;
+  config.cpu_split = v.cpu_split;
 
   config.targets = v.targets;
   if (v.pid > 0) config.pid = v.pid;

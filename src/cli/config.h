@@ -37,6 +37,7 @@ struct Config {
   ExitProbeChoice exit_probes = ExitProbeChoice::kAuto;
   bool calibrate = false;          // measure the probes' own cost, print it, exit
   bool subtract_overhead = false;  // take that cost off every duration
+  bool cpu_split = false;          // each call's on-CPU, runnable and blocked time
 };
 
 // Raw values CLI11 fills; turned into a Config by finish_config.
@@ -54,6 +55,7 @@ struct CommandLine {
   double auto_threshold = 10000;
   std::string exit_probes = "auto";
   bool calibrate = false, subtract_overhead = false;
+  bool cpu_split = false;
 };
 
 void add_core_options(CLI::App& app, CommandLine& values);

@@ -4,35 +4,42 @@
 
 namespace funclatency {
 
-Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> group_of_function,
-                       uint64_t unit_ns, std::chrono::system_clock::time_point run_start)
-    : unit_ns_(unit_ns),
-      group_of_function_(std::move(group_of_function)),
-      fn_interval_calls_(group_of_function_.size(), 0),
-      fn_mode_(group_of_function_.size(), "events"),
-      run_start_(run_start),
-      interval_start_(run_start) {
-  reports_.reserve(groups.size());
-  for (auto& group : groups) {
-    FunctionReport report{.symbol = std::move(group.symbol),
-                          .binary = std::move(group.binary),
-                          .pid = group.pid,
-                          .mode = "events",
-                          .interval = LatencyHistogram(unit_ns_),
-                          .total = LatencyHistogram(unit_ns_)};
-    reports_.push_back(std::move(report));
+namespace {
+
+CpuSplit empty_split(uint64_t unit_ns) {
+  return CpuSplit{LatencyHistogram(unit_ns), LatencyHistogram(unit_ns), LatencyHistogram(unit_ns)};
+}
+
+LatencyHistogram& part_of(CpuSplit& split, CallPart part) {
+  switch (part) {
+    case CallPart::kOnCpu:
+      return split.oncpu;
+    case CallPart::kRunnable:
+      return split.runnable;
+    case CallPart::kBlocked:
+    case CallPart::kWall:
+      break;
   }
+  return split.blocked;
 }
 
-void Aggregator::on_event(uint32_t fn_id, uint64_t duration_ns) {
-  if (!reports_to_a_group(fn_id)) return;
-  fn_interval_calls_[fn_id]++;
-  reports_[group_of_function_[fn_id]].interval.record(duration_ns);
+void merge_split(std::optional<CpuSplit>& into, const std::optional<CpuSplit>& from) {
+  if (!into || !from) return;
+  into->oncpu.merge(from->oncpu);
+  into->runnable.merge(from->runnable);
+  into->blocked.merge(from->blocked);
 }
 
-void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
-                                  const KernelTotals& now) {
-  if (!reports_to_a_group(fn_id) || now.count <= before.count) return;
+void clear_split(std::optional<CpuSplit>& split) {
+  if (!split) return;
+  split->oncpu.clear();
+  split->runnable.clear();
+  split->blocked.clear();
+}
+
+// Adds the calls between two reads of cumulative kernel totals.
+void add_kernel_delta(LatencyHistogram& interval, const KernelTotals& before,
+                      const KernelTotals& now) {
   std::array<uint64_t, LatencyHistogram::kNumBuckets> delta{};
   for (size_t i = 0; i < delta.size(); i++) delta[i] = now.buckets[i] - before.buckets[i];
   uint64_t calls = now.count - before.count;
@@ -41,7 +48,6 @@ void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
   // are bounded by its lowest and highest non-empty buckets.
   uint64_t min_ns = now.min_ns != before.min_ns ? now.min_ns : 0;
   uint64_t max_ns = now.max_ns != before.max_ns ? now.max_ns : 0;
-  LatencyHistogram& interval = reports_[group_of_function_[fn_id]].interval;
   uint64_t unit = interval.unit_ns();
   if (min_ns == 0 || max_ns == 0) {
     auto first = std::find_if(delta.begin(), delta.end(), [](uint64_t c) { return c != 0; });
@@ -59,7 +65,61 @@ void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
     }
   }
   interval.add_counts(delta, calls, now.sum_ns - before.sum_ns, min_ns, max_ns);
-  fn_interval_calls_[fn_id] += calls;
+}
+
+}  // namespace
+
+Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> group_of_function,
+                       uint64_t unit_ns, std::chrono::system_clock::time_point run_start,
+                       bool cpu_split)
+    : unit_ns_(unit_ns),
+      cpu_split_(cpu_split),
+      group_of_function_(std::move(group_of_function)),
+      fn_interval_calls_(group_of_function_.size(), 0),
+      fn_mode_(group_of_function_.size(), AggregationMode::kEvents),
+      run_start_(run_start),
+      interval_start_(run_start) {
+  reports_.reserve(groups.size());
+  for (auto& group : groups) reports_.push_back(new_report(std::move(group)));
+}
+
+FunctionReport Aggregator::new_report(ReportGroup group) const {
+  FunctionReport report{.symbol = std::move(group.symbol),
+                        .binary = std::move(group.binary),
+                        .pid = group.pid,
+                        .mode = AggregationMode::kEvents,
+                        .interval = LatencyHistogram(unit_ns_),
+                        .total = LatencyHistogram(unit_ns_)};
+  if (cpu_split_) {
+    report.interval_split = empty_split(unit_ns_);
+    report.total_split = empty_split(unit_ns_);
+  }
+  return report;
+}
+
+void Aggregator::on_event(uint32_t fn_id, uint64_t duration_ns, const CallSplit* split) {
+  if (!reports_to_a_group(fn_id)) return;
+  fn_interval_calls_[fn_id]++;
+  FunctionReport& report = reports_[group_of_function_[fn_id]];
+  report.interval.record(duration_ns);
+  if (split && report.interval_split) {
+    const uint64_t off_cpu = split->runnable_ns + split->blocked_ns;
+    report.interval_split->oncpu.record(duration_ns > off_cpu ? duration_ns - off_cpu : 0);
+    report.interval_split->runnable.record(split->runnable_ns);
+    report.interval_split->blocked.record(split->blocked_ns);
+  }
+}
+
+void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
+                                  const KernelTotals& now, CallPart part) {
+  if (!reports_to_a_group(fn_id) || now.count <= before.count) return;
+  FunctionReport& report = reports_[group_of_function_[fn_id]];
+  if (part == CallPart::kWall) {
+    add_kernel_delta(report.interval, before, now);
+    fn_interval_calls_[fn_id] += now.count - before.count;
+  } else if (report.interval_split) {
+    add_kernel_delta(part_of(*report.interval_split, part), before, now);
+  }
 }
 
 void Aggregator::on_lost(uint32_t fn_id, const LostCounts& delta) {
@@ -67,39 +127,36 @@ void Aggregator::on_lost(uint32_t fn_id, const LostCounts& delta) {
   reports_[group_of_function_[fn_id]].interval_lost += delta;
 }
 
-void Aggregator::set_mode_name(uint32_t fn_id, std::string mode) {
-  if (fn_id < fn_mode_.size()) fn_mode_[fn_id] = std::move(mode);
+void Aggregator::set_mode(uint32_t fn_id, AggregationMode mode) {
+  if (fn_id < fn_mode_.size()) fn_mode_[fn_id] = mode;
 }
 
 void Aggregator::add_function(uint32_t fn_id, ReportGroup group, bool merge) {
   if (fn_id >= group_of_function_.size()) {
     group_of_function_.resize(fn_id + 1, kNoGroup);
     fn_interval_calls_.resize(fn_id + 1, 0);
-    fn_mode_.resize(fn_id + 1, "events");
+    fn_mode_.resize(fn_id + 1, AggregationMode::kEvents);
   }
   if (merge && !reports_.empty()) {
     group_of_function_[fn_id] = 0;
     return;
   }
-  reports_.push_back(FunctionReport{.symbol = std::move(group.symbol),
-                                    .binary = std::move(group.binary),
-                                    .pid = group.pid,
-                                    .mode = "events",
-                                    .interval = LatencyHistogram(unit_ns_),
-                                    .total = LatencyHistogram(unit_ns_)});
+  reports_.push_back(new_report(std::move(group)));
   group_of_function_[fn_id] = static_cast<uint32_t>(reports_.size() - 1);
 }
 
 void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
-  // A group's mode is its functions' mode, or "mixed" when they differ.
-  for (auto& report : reports) report.mode.clear();
+  // A group's mode is its functions' mode, or kMixed when they differ.
+  std::vector<bool> seen(reports.size(), false);
   for (uint32_t fn_id = 0; fn_id < group_of_function_.size(); fn_id++) {
     if (!reports_to_a_group(fn_id)) continue;
-    std::string& mode = reports[group_of_function_[fn_id]].mode;
-    if (mode.empty())
+    uint32_t group = group_of_function_[fn_id];
+    AggregationMode& mode = reports[group].mode;
+    if (!seen[group])
       mode = fn_mode_[fn_id];
     else if (mode != fn_mode_[fn_id])
-      mode = "mixed";
+      mode = AggregationMode::kMixed;
+    seen[group] = true;
   }
 }
 
@@ -113,6 +170,7 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) const 
   fill_modes(report.functions);
   for (auto& function : report.functions) {
     function.total.merge(function.interval);
+    merge_split(function.total_split, function.interval_split);
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
@@ -128,12 +186,14 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
   report.time = now;
   for (auto& function : reports_) {
     function.total.merge(function.interval);
+    merge_split(function.total_split, function.interval_split);
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
   report.functions = reports_;
   for (auto& function : reports_) {
     function.interval.clear();
+    clear_split(function.interval_split);
     function.interval_lost = {};
   }
   std::fill(fn_interval_calls_.begin(), fn_interval_calls_.end(), 0);

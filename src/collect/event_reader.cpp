@@ -27,10 +27,18 @@ int EventReader::epoll_fd() const {
 
 int EventReader::on_record(void* context, void* data, size_t size) {
   auto* self = static_cast<EventReader*>(context);
-  if (size < sizeof(fl_event)) return 0;
-  fl_event event;
-  std::memcpy(&event, data, sizeof(event));
-  self->handler_(event.fn_id, event.duration_ns);
+  if (size >= sizeof(fl_event_split)) {
+    fl_event_split event;
+    std::memcpy(&event, data, sizeof(event));
+    const CallSplit split{event.runnable_ns, event.blocked_ns};
+    self->handler_(event.call.fn_id, event.call.duration_ns, &split);
+  } else if (size >= sizeof(fl_event)) {
+    fl_event event;
+    std::memcpy(&event, data, sizeof(event));
+    self->handler_(event.fn_id, event.duration_ns, nullptr);
+  } else {
+    return 0;
+  }
   self->drained_++;
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 
+#include "collect/aggregator.h"
 #include "common/error.h"
 
 struct ring_buffer;
@@ -14,7 +15,8 @@ namespace funclatency {
 
 class EventReader {
  public:
-  using Handler = std::function<void(uint32_t fn_id, uint64_t duration_ns)>;
+  // `split` is set for records of --cpu-split runs, null otherwise.
+  using Handler = std::function<void(uint32_t fn_id, uint64_t duration_ns, const CallSplit* split)>;
   static Result<std::unique_ptr<EventReader>> create(int ringbuf_fd, Handler handler);
   ~EventReader();
   EventReader(const EventReader&) = delete;

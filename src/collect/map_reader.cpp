@@ -48,6 +48,7 @@ LostCounts sum_lost(std::span<const uint8_t> per_cpu, int num_cpus) {
     lost.unreturned += counts.unreturned;
     lost.depth += counts.depth;
     lost.ringbuf += counts.ringbuf;
+    lost.split_unknown += counts.split_unknown;
   }
   return lost;
 }

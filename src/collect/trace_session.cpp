@@ -10,30 +10,11 @@
 
 #include "collect/event_reader.h"
 #include "collect/map_reader.h"
+#include "common/unique_fd.h"
 
 namespace funclatency {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd = -1) : fd_(fd) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 enum EpollTag : uint64_t { kSignalTag = 1, kProcessTag = 2, kRingTag = 3 };
 
@@ -47,7 +28,19 @@ Result<void> watch(int epoll_fd, int fd, EpollTag tag) {
   return {};
 }
 
+constexpr std::chrono::milliseconds kPolicyPeriod{250};
+
 }  // namespace
+
+struct TraceSession::Schedule {
+  Clock::time_point next_policy, last_policy, next_live, next_late_attach;
+  std::optional<Clock::time_point> next_interval, deadline;
+};
+
+struct TraceSession::Wakeups {
+  UniqueFd epoll;
+  UniqueFd pidfd;  // the traced process's, with a pid
+};
 
 TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vector<Sink*> sinks,
                            SessionOptions options, int signal_fd, std::function<void()> detach)
@@ -59,7 +52,8 @@ TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vecto
       detach_(std::move(detach)),
       num_functions_(object.num_functions()),
       ever_kernel_(num_functions_, options_.mode == ModeChoice::kKernel),
-      last_totals_(num_functions_),
+      parts_(object.options().cpu_split ? FL_CALL_PARTS : 1),
+      last_totals_(static_cast<size_t>(num_functions_) * parts_),
       last_lost_(num_functions_),
       window_calls_(num_functions_, 0),
       window_ringbuf_lost_(num_functions_, 0) {
@@ -67,7 +61,9 @@ TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vecto
     policy_ = std::make_unique<ModePolicy>(num_functions_, options_.policy);
   }
   if (options_.mode == ModeChoice::kKernel) {
-    for (uint32_t fn = 0; fn < num_functions_; fn++) aggregator_.set_mode_name(fn, "kernel");
+    for (uint32_t fn = 0; fn < num_functions_; fn++) {
+      aggregator_.set_mode(fn, AggregationMode::kKernel);
+    }
   }
 }
 
@@ -78,16 +74,24 @@ Result<void> TraceSession::collect_kernel_side() {
   for (uint32_t fn = 0; fn < num_functions_; fn++) {
     const LostCounts& now = (*lost)[fn];
     LostCounts delta{now.unreturned - last_lost_[fn].unreturned, now.depth - last_lost_[fn].depth,
-                     now.ringbuf - last_lost_[fn].ringbuf};
+                     now.ringbuf - last_lost_[fn].ringbuf,
+                     now.split_unknown - last_lost_[fn].split_unknown};
     window_ringbuf_lost_[fn] += delta.ringbuf;
-    if (delta.total()) aggregator_.on_lost(fn, delta);
+    if (delta.total() || delta.split_unknown) aggregator_.on_lost(fn, delta);
     last_lost_[fn] = now;
   }
-  return reader.read_totals(ever_kernel_, [&](uint32_t fn, const KernelTotals& totals) {
-    if (!last_totals_[fn]) last_totals_[fn] = std::make_unique<KernelTotals>();
-    window_calls_[fn] += totals.count - last_totals_[fn]->count;
-    aggregator_.on_kernel_totals(fn, *last_totals_[fn], totals);
-    *last_totals_[fn] = totals;
+  // With --cpu-split a function's parts follow it in fn_stats, one stride
+  // (the number of functions) apart.
+  std::vector<bool> wanted(last_totals_.size());
+  for (size_t key = 0; key < wanted.size(); key++) wanted[key] = ever_kernel_[key % num_functions_];
+  return reader.read_totals(wanted, [&](uint32_t key, const KernelTotals& totals) {
+    const uint32_t fn = key % num_functions_;
+    const auto part = static_cast<CallPart>(key / num_functions_);
+    auto& last = last_totals_[key];
+    if (!last) last = std::make_unique<KernelTotals>();
+    if (part == CallPart::kWall) window_calls_[fn] += totals.count - last->count;
+    aggregator_.on_kernel_totals(fn, *last, totals, part);
+    *last = totals;
   });
 }
 
@@ -103,11 +107,11 @@ void TraceSession::apply_policy(double seconds) {
       continue;
     }
     if (change.to_kernel) ever_kernel_[change.fn_id] = true;
-    const char* name = change.to_kernel ? "kernel" : "events";
-    aggregator_.set_mode_name(change.fn_id, name);
+    aggregator_.set_mode(change.fn_id,
+                         change.to_kernel ? AggregationMode::kKernel : AggregationMode::kEvents);
     if (options_.verbose) {
-      options_.verbose(
-          fmt::format("function {} -> {} mode ({})", change.fn_id, name, change.reason));
+      options_.verbose(fmt::format("function {} -> {} mode ({})", change.fn_id,
+                                   change.to_kernel ? "kernel" : "events", change.reason));
     }
   }
 }
@@ -126,118 +130,146 @@ bool TraceSession::any_sink_broken() const {
   return std::any_of(sinks_.begin(), sinks_.end(), [](Sink* s) { return s->broken(); });
 }
 
-Result<StopReason> TraceSession::run() {
-  auto reader = EventReader::create(object_.events_fd(), [this](uint32_t fn, uint64_t ns) {
-    aggregator_.on_event(fn, ns);
-    if (fn < num_functions_) window_calls_[fn]++;
-  });
-  if (!reader) return std::unexpected(reader.error());
-
-  FileDescriptor epoll(epoll_create1(EPOLL_CLOEXEC));
-  if (epoll.get() < 0) return runtime_error("create an epoll instance", errno);
-  if (auto ok = watch(epoll.get(), signal_fd_, kSignalTag); !ok) return std::unexpected(ok.error());
-  if (auto ok = watch(epoll.get(), (*reader)->epoll_fd(), kRingTag); !ok) {
+Result<TraceSession::Wakeups> TraceSession::open_wakeups(int ring_epoll_fd) const {
+  Wakeups wakeups{UniqueFd(epoll_create1(EPOLL_CLOEXEC)), UniqueFd()};
+  if (!wakeups.epoll) return runtime_error("create an epoll instance", errno);
+  if (auto ok = watch(wakeups.epoll.get(), signal_fd_, kSignalTag); !ok) {
     return std::unexpected(ok.error());
   }
-  FileDescriptor pidfd;
-  if (options_.pid) {
-    pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, *options_.pid, 0)));
-    if (pidfd.get() < 0) {
-      return bad_input(fmt::format("watch process {}", *options_.pid), "is the PID right?", errno);
-    }
-    if (auto ok = watch(epoll.get(), pidfd.get(), kProcessTag); !ok) {
-      return std::unexpected(ok.error());
+  if (auto ok = watch(wakeups.epoll.get(), ring_epoll_fd, kRingTag); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (!options_.pid) return wakeups;
+  wakeups.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, *options_.pid, 0)));
+  if (!wakeups.pidfd) {
+    return bad_input(fmt::format("watch process {}", *options_.pid), "is the PID right?", errno);
+  }
+  if (auto ok = watch(wakeups.epoll.get(), wakeups.pidfd.get(), kProcessTag); !ok) {
+    return std::unexpected(ok.error());
+  }
+  return wakeups;
+}
+
+TraceSession::Schedule TraceSession::start_schedule(Clock::time_point start) const {
+  Schedule schedule{.next_policy = start + kPolicyPeriod,
+                    .last_policy = start,
+                    .next_live = start + options_.live_period,
+                    .next_late_attach = start};
+  if (options_.interval.count() > 0) schedule.next_interval = start + options_.interval;
+  if (options_.duration) schedule.deadline = start + *options_.duration;
+  return schedule;
+}
+
+// Sleeps until a descriptor is ready or a task is due. A signal or the
+// traced process's exit is a reason to stop.
+Result<std::optional<StopReason>> TraceSession::wait(int epoll_fd, const Schedule& schedule) {
+  auto now = Clock::now();
+  auto wake = now + options_.poll_period;
+  if (!options_.live_sinks.empty()) wake = std::min(wake, schedule.next_live);
+  if (schedule.next_interval) wake = std::min(wake, *schedule.next_interval);
+  if (schedule.deadline) wake = std::min(wake, *schedule.deadline);
+  auto timeout_ms =
+      std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, Clock::duration{0}));
+  epoll_event events[4];
+  int ready = epoll_wait(epoll_fd, events, 4, static_cast<int>(timeout_ms.count()));
+  if (ready < 0 && errno != EINTR) return runtime_error("wait for events", errno);
+  std::optional<StopReason> stop;
+  for (int i = 0; i < std::max(ready, 0); i++) {
+    if (events[i].data.u64 == kSignalTag) {
+      signalfd_siginfo info;
+      if (::read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+        if (options_.verbose) options_.verbose(fmt::format("signal {}: stopping", info.ssi_signo));
+      }
+      stop = StopReason::kSignal;
+    } else if (events[i].data.u64 == kProcessTag) {
+      if (options_.verbose) options_.verbose(fmt::format("process {} exited", *options_.pid));
+      stop = StopReason::kProcessExited;
     }
   }
+  return stop;
+}
 
-  const auto start = Clock::now();
-  const auto policy_period = std::chrono::milliseconds(250);
-  auto next_policy = start + policy_period;
-  auto last_policy = start;
-  auto next_live = start + options_.live_period;
-  auto next_late_attach = start;
-  std::optional<Clock::time_point> next_interval;
-  if (options_.interval.count() > 0) next_interval = start + options_.interval;
-  std::optional<Clock::time_point> deadline;
-  if (options_.duration) deadline = start + *options_.duration;
-
-  StopReason reason = StopReason::kSignal;
-  bool running = true;
-  while (running) {
-    auto now = Clock::now();
-    auto wake = now + options_.poll_period;
-    if (!options_.live_sinks.empty()) wake = std::min(wake, next_live);
-    if (next_interval) wake = std::min(wake, *next_interval);
-    if (deadline) wake = std::min(wake, *deadline);
-    auto timeout_ms =
-        std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, Clock::duration{0}));
-    epoll_event events[4];
-    int ready = epoll_wait(epoll.get(), events, 4, static_cast<int>(timeout_ms.count()));
-    if (ready < 0 && errno != EINTR) return runtime_error("wait for events", errno);
-    for (int i = 0; i < std::max(ready, 0); i++) {
-      if (events[i].data.u64 == kSignalTag) {
-        signalfd_siginfo info;
-        if (::read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
-          if (options_.verbose)
-            options_.verbose(fmt::format("signal {}: stopping", info.ssi_signo));
-        }
-        reason = StopReason::kSignal;
-        running = false;
-      } else if (events[i].data.u64 == kProcessTag) {
-        if (options_.verbose) options_.verbose(fmt::format("process {} exited", *options_.pid));
-        reason = StopReason::kProcessExited;
-        running = false;
-      }
-    }
-    if (auto drained = (*reader)->drain(); !drained) return std::unexpected(drained.error());
-    now = Clock::now();
-    if (running && options_.attach_late && now >= next_late_attach) {
-      auto added = options_.attach_late();
-      if (!added) return std::unexpected(added.error());
-      for (uint32_t fn : *added) {
-        if (fn >= num_functions_) continue;
-        if (options_.mode == ModeChoice::kKernel) {
-          ever_kernel_[fn] = true;
-          aggregator_.set_mode_name(fn, "kernel");
-        }
-      }
-      next_late_attach = now + options_.late_attach_period;
-    }
-    if (policy_ && now >= next_policy) {
-      if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
-      apply_policy(std::chrono::duration<double>(now - last_policy).count());
-      last_policy = now;
-      next_policy = now + policy_period;
-    }
-    if (running && !options_.live_sinks.empty() && now >= next_live) {
-      if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
-      Report live = aggregator_.peek_report(std::chrono::system_clock::now());
-      for (Sink* sink : options_.live_sinks) sink->write(live);
-      next_live = now + options_.live_period;
-    }
-    if (running && next_interval && now >= *next_interval) {
-      if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
-      emit(Report::Kind::kInterval);
-      *next_interval += options_.interval;
-      if (*next_interval <= now) next_interval = now + options_.interval;
-    }
-    if (running && deadline && now >= *deadline) {
-      reason = StopReason::kDuration;
-      running = false;
-    }
-    if (running && any_sink_broken()) {
-      reason = StopReason::kSinkBroken;
-      running = false;
-    }
+// The periodic tasks due at `now`; once the run is `stopping`, only the
+// policy's. Returns a reason to stop when the duration is over or a sink broke.
+Result<std::optional<StopReason>> TraceSession::run_due_tasks(Clock::time_point now,
+                                                              Schedule& schedule, bool stopping) {
+  if (!stopping && options_.attach_late && now >= schedule.next_late_attach) {
+    if (auto ok = attach_late(); !ok) return std::unexpected(ok.error());
+    schedule.next_late_attach = now + options_.late_attach_period;
   }
+  if (policy_ && now >= schedule.next_policy) {
+    if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
+    apply_policy(std::chrono::duration<double>(now - schedule.last_policy).count());
+    schedule.last_policy = now;
+    schedule.next_policy = now + kPolicyPeriod;
+  }
+  if (stopping) return std::optional<StopReason>();
+  if (!options_.live_sinks.empty() && now >= schedule.next_live) {
+    if (auto ok = write_live(); !ok) return std::unexpected(ok.error());
+    schedule.next_live = now + options_.live_period;
+  }
+  if (schedule.next_interval && now >= *schedule.next_interval) {
+    if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
+    emit(Report::Kind::kInterval);
+    *schedule.next_interval += options_.interval;
+    if (*schedule.next_interval <= now) schedule.next_interval = now + options_.interval;
+  }
+  if (schedule.deadline && now >= *schedule.deadline) return StopReason::kDuration;
+  if (any_sink_broken()) return StopReason::kSinkBroken;
+  return std::optional<StopReason>();
+}
 
+Result<void> TraceSession::attach_late() {
+  auto added = options_.attach_late();
+  if (!added) return std::unexpected(added.error());
+  if (options_.mode != ModeChoice::kKernel) return {};
+  for (uint32_t fn : *added) {
+    if (fn >= num_functions_) continue;
+    ever_kernel_[fn] = true;
+    aggregator_.set_mode(fn, AggregationMode::kKernel);
+  }
+  return {};
+}
+
+Result<void> TraceSession::write_live() {
+  if (auto ok = collect_kernel_side(); !ok) return ok;
+  Report live = aggregator_.peek_report(std::chrono::system_clock::now());
+  for (Sink* sink : options_.live_sinks) sink->write(live);
+  return {};
+}
+
+Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) {
   // Detach first so no call completes after the final read.
   if (detach_) detach_();
-  if (auto drained = (*reader)->drain(); !drained) return std::unexpected(drained.error());
+  if (auto drained = reader.drain(); !drained) return std::unexpected(drained.error());
   if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
   if (!any_sink_broken()) emit(Report::Kind::kTotal);
   for (Sink* sink : sinks_) sink->close();
   return reason;
+}
+
+Result<StopReason> TraceSession::run() {
+  auto reader = EventReader::create(object_.events_fd(),
+                                    [this](uint32_t fn, uint64_t ns, const CallSplit* split) {
+                                      aggregator_.on_event(fn, ns, split);
+                                      if (fn < num_functions_) window_calls_[fn]++;
+                                    });
+  if (!reader) return std::unexpected(reader.error());
+  auto wakeups = open_wakeups((*reader)->epoll_fd());
+  if (!wakeups) return std::unexpected(wakeups.error());
+
+  Schedule schedule = start_schedule(Clock::now());
+  std::optional<StopReason> stop;
+  while (!stop) {
+    auto woken = wait(wakeups->epoll.get(), schedule);
+    if (!woken) return std::unexpected(woken.error());
+    stop = *woken;
+    if (auto drained = (*reader)->drain(); !drained) return std::unexpected(drained.error());
+    auto due = run_due_tasks(Clock::now(), schedule, stop.has_value());
+    if (!due) return std::unexpected(due.error());
+    if (!stop) stop = *due;
+  }
+  return finish(**reader, *stop);
 }
 
 }  // namespace funclatency

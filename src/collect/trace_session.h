@@ -40,6 +40,8 @@ struct SessionOptions {
 
 enum class StopReason { kSignal, kDuration, kProcessExited, kSinkBroken };
 
+class EventReader;
+
 class TraceSession {
  public:
   // `signal_fd` is a signalfd for the signals that end the run (blocked by
@@ -50,6 +52,18 @@ class TraceSession {
   Result<StopReason> run();
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Schedule;  // when each periodic task is next due
+  struct Wakeups;   // the epoll instance and the descriptors it watches
+
+  Result<Wakeups> open_wakeups(int ring_epoll_fd) const;
+  Schedule start_schedule(Clock::time_point start) const;
+  Result<std::optional<StopReason>> wait(int epoll_fd, const Schedule& schedule);
+  Result<std::optional<StopReason>> run_due_tasks(Clock::time_point now, Schedule& schedule,
+                                                  bool stopping);
+  Result<StopReason> finish(EventReader& reader, StopReason reason);
+  Result<void> attach_late();
+  Result<void> write_live();
   Result<void> collect_kernel_side();
   void apply_policy(double seconds);
   void emit(Report::Kind kind);
@@ -63,6 +77,7 @@ class TraceSession {
   std::function<void()> detach_;
   uint32_t num_functions_;
   std::vector<bool> ever_kernel_;
+  uint32_t parts_;  // fn_stats entries per function: FL_CALL_PARTS with --cpu-split
   std::vector<std::unique_ptr<KernelTotals>> last_totals_;
   std::vector<LostCounts> last_lost_;
   std::vector<uint64_t> window_calls_;

@@ -36,8 +36,11 @@ void LatencyHistogram::add_counts(std::span<const uint64_t, kNumBuckets> buckets
 }
 
 void LatencyHistogram::merge(const LatencyHistogram& other) {
-  add_counts(other.buckets(), other.count_, other.sum_ns_, other.count_ ? other.min_ns_ : 0,
-             other.max_ns_);
+  if (other.count_ == 0) return;
+  // add_counts reads a 0 minimum as unknown; a merged minimum is known, and
+  // may be 0 (a call that never left the CPU has 0 us runnable).
+  add_counts(other.buckets(), other.count_, other.sum_ns_, 0, other.max_ns_);
+  min_ns_ = std::min(min_ns_, other.min_ns_);
 }
 
 void LatencyHistogram::clear() {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 namespace funclatency {
 
@@ -49,6 +50,32 @@ std::string format_summary(const LatencyHistogram& h, const LostCounts& lost) {
                      format_duration(h.percentile_ns(0.99)), lost.total());
 }
 
+std::string format_cpu_split(const CpuSplit& split, const LatencyHistogram& wall,
+                             uint64_t split_unknown) {
+  if (wall.count() == 0) return {};
+  const std::pair<const char*, const LatencyHistogram*> parts[] = {
+      {"on-CPU", &split.oncpu}, {"runnable", &split.runnable}, {"blocked", &split.blocked}};
+  // The wall time of the calls whose split is known: the parts add up to it.
+  const uint64_t split_wall =
+      split.oncpu.sum_ns() + split.runnable.sum_ns() + split.blocked.sum_ns();
+  std::string out;
+  for (const auto& [label, h] : parts) {
+    double share = split_wall ? 100.0 * static_cast<double>(h->sum_ns()) / split_wall : 0.0;
+    // Under 1% but not none reads "<1%".
+    std::string percent = h->sum_ns() > 0 && share < 1 ? "<1" : fmt::format("{:.0f}", share);
+    out += fmt::format("{:<8}  avg {:>8}  p50 {:>8}  p95 {:>8}  p99 {:>8}  share {:>3}%\n", label,
+                       format_duration(static_cast<uint64_t>(h->mean_ns())),
+                       format_duration(h->percentile_ns(0.50)),
+                       format_duration(h->percentile_ns(0.95)),
+                       format_duration(h->percentile_ns(0.99)), percent);
+  }
+  if (split_unknown) {
+    out += fmt::format("split unknown for {} call{} (a context switch the tracer missed)\n",
+                       split_unknown, split_unknown == 1 ? "" : "s");
+  }
+  return out;
+}
+
 std::string format_report(const Report& report, const ConsoleOptions& options) {
   bool total = report.kind == Report::Kind::kTotal;
   std::string out;
@@ -65,6 +92,8 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
     out += fmt::format("{}: {} calls\n", function.symbol, h.count());
     out += format_histogram(h, options.unit_name);
     out += format_summary(h, lost);
+    const auto& split = total ? function.total_split : function.interval_split;
+    if (split) out += format_cpu_split(*split, h, lost.split_unknown);
     out += "\n";
   }
   return out;

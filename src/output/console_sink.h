@@ -30,6 +30,10 @@ class ConsoleSink : public Sink {
 // Pure formatting, for tests and for the sink.
 std::string format_histogram(const LatencyHistogram& histogram, const std::string& unit_name);
 std::string format_summary(const LatencyHistogram& histogram, const LostCounts& lost);
+// --cpu-split: a line per part (on-CPU, runnable, blocked) with its share of
+// the wall time; nothing when `wall` has no calls.
+std::string format_cpu_split(const CpuSplit& split, const LatencyHistogram& wall,
+                             uint64_t split_unknown = 0);
 std::string format_duration(uint64_t ns);
 std::string format_report(const Report& report, const ConsoleOptions& options);
 

@@ -1,3 +1,5 @@
+// Finds an exporter module (next to the binary, or where it is installed) and
+// loads its entry; see exporter_module.h.
 #include "output/exporter_module.h"
 
 #include <dlfcn.h>
@@ -18,20 +20,44 @@ std::string own_directory() {
 
 }  // namespace
 
+std::vector<std::string> exporter_module_paths(const std::string& binary_directory,
+                                               const std::string& file) {
+  return {binary_directory + "/" + file,
+          binary_directory + "/" + kInstalledModuleDirectory + "/" + file};
+}
+
 Result<void*> load_exporter_entry(const std::string& file, const char* entry, const char* option) {
-  const std::string path = own_directory() + "/" + file;
-  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const std::vector<std::string> candidates = exporter_module_paths(own_directory(), file);
+  const std::string* path = nullptr;
+  for (const auto& candidate : candidates) {
+    if (access(candidate.c_str(), F_OK) == 0) {
+      path = &candidate;
+      break;
+    }
+  }
+  if (path == nullptr) {
+    return runtime_error("find the exporter " + file + " that " + option + " needs: neither " +
+                             candidates[0] + " nor " + candidates[1] + " exists",
+                         0,
+                         std::string("it is built and installed with funclatency; copy it with "
+                                     "the binary, or run without ") +
+                             option);
+  }
+  void* module = dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
   if (module == nullptr) {
     const char* why = dlerror();
-    return runtime_error(
-        std::string("load the exporter ") + path + " that " + option +
-            " needs: " + (why ? why : "unknown error"),
-        0, std::string("it is built with funclatency; rebuild, or run without ") + option);
+    return runtime_error(std::string("load the exporter ") + *path + " that " + option +
+                             " needs: " + (why ? why : "unknown error"),
+                         0,
+                         std::string("a missing library comes with the package's recommended "
+                                     "packages (apt-get install funclatency without "
+                                     "--no-install-recommends), or run without ") +
+                             option);
   }
   void* address = dlsym(module, entry);
   if (address == nullptr) {
-    return runtime_error(path + " has no " + entry + ": a module of another build", 0,
-                         "rebuild funclatency");
+    return runtime_error(*path + " has no " + entry + ": a module of another build", 0,
+                         "install or rebuild funclatency and its modules together");
   }
   return address;
 }

@@ -4,6 +4,42 @@
 #include <fmt/format.h>
 
 namespace funclatency {
+namespace {
+
+const char* mode_name(AggregationMode mode) {
+  switch (mode) {
+    case AggregationMode::kEvents:
+      return "events";
+    case AggregationMode::kKernel:
+      return "kernel";
+    case AggregationMode::kMixed:
+      break;
+  }
+  return "mixed";
+}
+
+// A histogram's fields; the wall histogram's sit in the record itself, each
+// --cpu-split part's in an object of its own.
+nlohmann::json histogram_to_json(const LatencyHistogram& h) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : h.log2_rows()) {
+    if (row.count == 0) continue;
+    // high_ns is the last nanosecond that still falls in the row.
+    rows.push_back({row.low_unit * h.unit_ns(), (row.high_unit + 1) * h.unit_ns() - 1, row.count});
+  }
+  return {
+      {"count", h.count()},
+      {"sum_ns", h.sum_ns()},
+      {"min_ns", h.min_ns()},
+      {"max_ns", h.max_ns()},
+      {"p50_ns", h.percentile_ns(0.50)},
+      {"p95_ns", h.percentile_ns(0.95)},
+      {"p99_ns", h.percentile_ns(0.99)},
+      {"log2_buckets", rows},
+  };
+}
+
+}  // namespace
 
 std::string format_rfc3339(std::chrono::system_clock::time_point time) {
   auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch());
@@ -16,31 +52,24 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
   bool total = report.kind == Report::Kind::kTotal;
   const LatencyHistogram& h = total ? function.total : function.interval;
   const LostCounts& lost = total ? function.total_lost : function.interval_lost;
-  nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : h.log2_rows()) {
-    if (row.count == 0) continue;
-    // high_ns is the last nanosecond that still falls in the row.
-    rows.push_back({row.low_unit * h.unit_ns(), (row.high_unit + 1) * h.unit_ns() - 1, row.count});
-  }
   nlohmann::json record = {
       {"type", total ? "total" : "interval"},
       {"time", format_rfc3339(report.time)},
       {"symbol", function.symbol},
       {"binary", function.binary},
-      {"mode", function.mode},
-      {"count", h.count()},
-      {"sum_ns", h.sum_ns()},
-      {"min_ns", h.min_ns()},
-      {"max_ns", h.max_ns()},
-      {"p50_ns", h.percentile_ns(0.50)},
-      {"p95_ns", h.percentile_ns(0.95)},
-      {"p99_ns", h.percentile_ns(0.99)},
+      {"mode", mode_name(function.mode)},
       {"lost", lost.total()},
       {"lost_unreturned", lost.unreturned},
       {"lost_depth", lost.depth},
       {"lost_ringbuf", lost.ringbuf},
-      {"log2_buckets", rows},
   };
+  record.update(histogram_to_json(h));
+  if (const auto& split = total ? function.total_split : function.interval_split) {
+    record["oncpu"] = histogram_to_json(split->oncpu);
+    record["runnable"] = histogram_to_json(split->runnable);
+    record["blocked"] = histogram_to_json(split->blocked);
+    record["split_unknown"] = lost.split_unknown;
+  }
   if (function.pid) record["pid"] = function.pid;
   return record;
 }

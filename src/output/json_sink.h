@@ -1,5 +1,7 @@
 // One JSON object per line per function: "interval" records as they happen
-// and a "total" record per function at exit.
+// and a "total" record per function at exit. With --cpu-split, objects
+// "oncpu", "runnable" and "blocked" carry each part's histogram with the
+// wall histogram's fields (count, sum_ns, ..., log2_buckets).
 #pragma once
 
 #include <cstdio>

@@ -4,9 +4,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "common/aggregation_mode.h"
 #include "histogram/latency_histogram.h"
 
 namespace funclatency {
@@ -15,13 +17,26 @@ struct LostCounts {
   uint64_t unreturned = 0;  // left by exception, longjmp, or the return probe limit
   uint64_t depth = 0;       // nested deeper than the shadow stack holds
   uint64_t ringbuf = 0;     // completed, but the ring buffer was full
+  // --cpu-split: counted calls whose split is unknown (a context switch did
+  // not reach the sched_switch program); not lost, so not in total().
+  uint64_t split_unknown = 0;
   uint64_t total() const { return unreturned + depth + ringbuf; }
   LostCounts& operator+=(const LostCounts& o) {
     unreturned += o.unreturned;
     depth += o.depth;
     ringbuf += o.ringbuf;
+    split_unknown += o.split_unknown;
     return *this;
   }
+};
+
+// --cpu-split: where the calls' wall time went. Per call on-CPU + runnable +
+// blocked = wall; each part is a histogram of the same type as the wall one
+// (same unit and buckets), one value per call.
+struct CpuSplit {
+  LatencyHistogram oncpu;     // on a CPU
+  LatencyHistogram runnable;  // switched out while runnable: waiting for a CPU
+  LatencyHistogram blocked;   // switched out while sleeping: a lock, I/O, a sleep
 };
 
 // One traced function (or, with --merge, one group of functions).
@@ -29,11 +44,15 @@ struct FunctionReport {
   std::string symbol;  // as the user reads it (demangled)
   std::string binary;  // absolute path
   int pid = 0;         // the traced process with -p, else 0
-  std::string mode;    // "events" or "kernel": how this interval was aggregated
+  // How this interval was aggregated.
+  AggregationMode mode = AggregationMode::kEvents;
   LatencyHistogram interval;
   LatencyHistogram total;  // since the run started
   LostCounts interval_lost;
   LostCounts total_lost;
+  // With --cpu-split: the split of `interval` and of `total`.
+  std::optional<CpuSplit> interval_split;
+  std::optional<CpuSplit> total_split;
 };
 
 struct Report {

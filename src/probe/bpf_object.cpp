@@ -14,6 +14,23 @@ extern "C" {
 
 namespace funclatency {
 
+// The ABI shared with the BPF side: fixed layouts with no implicit padding,
+// so clang's BPF target and g++ agree on every offset.
+static_assert(sizeof(fl_event) == 16);
+static_assert(sizeof(fl_fn_stats) == 4 * 8 + FL_NUM_BUCKETS * 8);
+static_assert(sizeof(fl_fn_lost) == 4 * 8);
+static_assert(sizeof(fl_fn_config) == 24);
+static_assert(sizeof(fl_frame) == 24);
+static_assert(sizeof(fl_event_split) == 32);
+static_assert(sizeof(fl_switch_marks) == 32);
+static_assert(sizeof(fl_shadow_stack) ==
+              8 + FL_MAX_DEPTH * sizeof(fl_frame) + FL_MAX_DEPTH * sizeof(fl_switch_marks));
+static_assert(sizeof(fl_thread_switches) == 40);
+
+
+static_assert(sizeof(fl_go_key) == 16);
+static_assert(sizeof(fl_go_stack) == 8 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
+
 Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   funclatency_bpf* skeleton = funclatency_bpf::open();
   if (!skeleton) return runtime_error("open BPF object", errno);
@@ -33,30 +50,54 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
       return fail(fmt::format("size BPF map {}", bpf_map__name(map)), rc);
     }
   }
+  if (!options.cpu_split) {
+    if (int rc = bpf_map__set_max_entries(skeleton->maps.thread_switches, 1); rc < 0) {
+      return fail("size BPF map thread_switches", rc);
+    }
+  }
+  if (options.cpu_split) {
+    skeleton->rodata->split_stride = entries;
+    if (int rc = bpf_map__set_max_entries(skeleton->maps.fn_stats, entries * FL_CALL_PARTS);
+        rc < 0) {
+      return fail("size BPF map fn_stats", rc);
+    }
+  }
   if (int rc = bpf_map__set_max_entries(skeleton->maps.events, options.ringbuf_bytes); rc < 0) {
     return fail("size the BPF ring buffer", rc);
   }
+  // The goroutine map is preallocated (LRU): no memory for it unless Go code is traced.
+  if (!options.go_programs) {
+    if (int rc = bpf_map__set_max_entries(skeleton->maps.go_stacks, 1); rc < 0) {
+      return fail("size BPF map go_stacks", rc);
+    }
+  }
   if (options.uprobe_multi) {
     for (bpf_program* program :
-         {skeleton->progs.fl_entry, skeleton->progs.fl_return, skeleton->progs.fl_exit}) {
+         {skeleton->progs.fl_entry, skeleton->progs.fl_return, skeleton->progs.fl_exit,
+          skeleton->progs.fl_go_entry, skeleton->progs.fl_go_exit}) {
       bpf_program__set_expected_attach_type(program,
                                             static_cast<bpf_attach_type>(kAttachTypeUprobeMulti));
     }
   }
   bpf_program__set_autoload(skeleton->progs.fl_return, options.return_program);
   bpf_program__set_autoload(skeleton->progs.fl_exit, options.exit_program);
+  bpf_program__set_autoload(skeleton->progs.fl_go_entry, options.go_programs);
+  bpf_program__set_autoload(skeleton->progs.fl_go_exit, options.go_programs);
+  bpf_program__set_autoload(skeleton->progs.fl_sched_switch, options.cpu_split);
   if (int rc = funclatency_bpf::load(skeleton); rc < 0) return fail("load BPF programs", rc);
 
   auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));
   object->options_.function_flags.resize(entries, 0);
   object->options_.function_subtract_ns.resize(entries, 0);
+  object->options_.function_goid_offset.resize(entries, 0);
   // One batch write for every function that needs a non-zero config: a
   // write per function costs milliseconds with a thousand functions.
   std::vector<uint32_t> ids;
   std::vector<fl_fn_config> configs;
   for (uint32_t id = 0; id < entries; id++) {
     fl_fn_config config = object->config_of(id, options.initial_mode);
-    if (config.mode == 0 && config.flags == 0 && config.subtract_ns == 0) continue;
+    if (config.mode == 0 && config.flags == 0 && config.subtract_ns == 0 && config.goid_offset == 0)
+      continue;
     ids.push_back(id);
     configs.push_back(config);
   }
@@ -83,6 +124,15 @@ bpf_program* BpfObject::return_program() const {
 bpf_program* BpfObject::exit_program() const {
   return skeleton_->progs.fl_exit;
 }
+bpf_program* BpfObject::go_entry_program() const {
+  return skeleton_->progs.fl_go_entry;
+}
+bpf_program* BpfObject::go_exit_program() const {
+  return skeleton_->progs.fl_go_exit;
+}
+bpf_program* BpfObject::sched_switch_program() const {
+  return skeleton_->progs.fl_sched_switch;
+}
 int BpfObject::fn_stats_fd() const {
   return bpf_map__fd(skeleton_->maps.fn_stats);
 }
@@ -101,6 +151,7 @@ fl_fn_config BpfObject::config_of(uint32_t fn_id, uint32_t mode) const {
   config.mode = mode;
   config.flags = options_.function_flags[fn_id];
   config.subtract_ns = options_.function_subtract_ns[fn_id];
+  config.goid_offset = options_.function_goid_offset[fn_id];
   return config;
 }
 

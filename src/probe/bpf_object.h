@@ -22,11 +22,16 @@ struct LoadOptions {
   uint32_t initial_mode = 0;                   // enum fl_mode for every function
   std::vector<uint32_t> function_flags;        // FL_FN_* by function id; missing = 0
   std::vector<uint64_t> function_subtract_ns;  // probe cost to take off; missing = 0
+  std::vector<uint32_t> function_goid_offset;  // Go code: goid in runtime.g; missing = 0
   bool uprobe_multi = false;                   // load the programs for uprobe_multi links
   // Which exit programs to load: the verifier costs milliseconds per program
   // at every start, and most runs use only one kind of exit.
   bool return_program = true;  // uretprobes
   bool exit_program = true;    // probes on ret instructions
+  bool go_programs = false;    // goroutine-keyed entry and ret probes (sizes their map too)
+  // --cpu-split: the sched_switch program, and FL_CALL_PARTS fn_stats entries
+  // per function (enum fl_call_part).
+  bool cpu_split = false;
 };
 
 class BpfObject {
@@ -39,6 +44,9 @@ class BpfObject {
   bpf_program* entry_program() const;
   bpf_program* return_program() const;
   bpf_program* exit_program() const;
+  bpf_program* go_entry_program() const;
+  bpf_program* go_exit_program() const;
+  bpf_program* sched_switch_program() const;
   int fn_stats_fd() const;
   int fn_lost_fd() const;
   int fn_config_fd() const;

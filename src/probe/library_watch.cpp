@@ -83,6 +83,11 @@ Result<void> LibraryWatch::attach_file(const std::string& path, const TargetSpec
     if (!traced_.insert({site.binary, site.file_offset}).second) continue;
     auto plan = planner_.plan(site, options_.exit_probes);
     if (!plan) return std::unexpected(plan.error());
+    // Go code in a library loaded later (a Go plugin or c-shared library)
+    // would need the goroutine-keyed programs this run did not load.
+    if (plan->goroutine_keyed && plan->refused.empty() && !object.options().go_programs) {
+      plan->refused = "Go code in a library loaded after the start is not traced";
+    }
     sites.push_back(std::move(site));
     plans.push_back(std::move(*plan));
   }

@@ -1,21 +1,80 @@
 #include "probe/probe_plan.h"
 
 #include <Zydis/Zydis.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <gelf.h>
-#include <libelf.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 
 extern "C" {
 #include "bpf/funclatency.h"
 }
 
 namespace funclatency {
+
+namespace {
+
+bool is_register(const ZydisDecodedOperand& operand, ZydisRegister reg) {
+  return operand.type == ZYDIS_OPERAND_TYPE_REGISTER && operand.reg.value == reg;
+}
+
+// [r14+0x10]: g.stackguard0 in Go's register ABI on amd64.
+bool is_stack_guard(const ZydisDecodedOperand& operand) {
+  return operand.type == ZYDIS_OPERAND_TYPE_MEMORY && operand.mem.base == ZYDIS_REGISTER_R14 &&
+         operand.mem.index == ZYDIS_REGISTER_NONE && operand.mem.disp.has_displacement &&
+         operand.mem.disp.value == 0x10;
+}
+
+// One decoded instruction of a function's first few.
+struct HeadInstruction {
+  ZydisDecodedInstruction insn;
+  ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
+  uint64_t at;
+
+  bool is(ZydisMnemonic mnemonic) const { return insn.mnemonic == mnemonic; }
+  bool conditional_branch() const { return insn.meta.category == ZYDIS_CATEGORY_COND_BR; }
+  // The branch to morestack the BPF side reads the flags of (CF or ZF: taken).
+  bool jbe() const { return is(ZYDIS_MNEMONIC_JBE); }
+  bool compares_with_stack_guard(ZydisRegister reg) const {
+    return is(ZYDIS_MNEMONIC_CMP) &&
+           ((is_register(operands[0], reg) && is_stack_guard(operands[1])) ||
+            (is_stack_guard(operands[0]) && is_register(operands[1], reg)));
+  }
+};
+constexpr size_t kHeadInstructions = 5;
+
+// Go's stack-check prologue, as Go 1.17+ emits it on amd64:
+//   cmp rsp, [r14+0x10]; jbe morestack                       small frames
+//   lea r12, [rsp-N]; cmp r12, [r14+0x10]; jbe morestack      (other versions)
+//   mov r12, rsp; sub r12, N; jb morestack;                   big frames (1.19)
+//     cmp r12, [r14+0x10]; jbe morestack
+// The address of its last branch: the kernel emulates it, SP is still the
+// caller's there, and the flags say whether morestack comes next (see
+// FL_FN_GO_STACK_CHECK). Nothing when the function has no such prologue.
+std::optional<uint64_t> go_stack_check_branch(std::span<const HeadInstruction> head) {
+  auto at = [&head](size_t index) -> const HeadInstruction* {
+    return index < head.size() ? &head[index] : nullptr;
+  };
+  const ZydisRegister rsp = ZYDIS_REGISTER_RSP, r12 = ZYDIS_REGISTER_R12;
+  if (at(1) && head[0].compares_with_stack_guard(rsp) && head[1].jbe()) {
+    return head[1].at;
+  }
+  if (at(2) && head[0].is(ZYDIS_MNEMONIC_LEA) && is_register(head[0].operands[0], r12) &&
+      head[0].operands[1].type == ZYDIS_OPERAND_TYPE_MEMORY &&
+      head[0].operands[1].mem.base == rsp && head[1].compares_with_stack_guard(r12) &&
+      head[2].jbe()) {
+    return head[2].at;
+  }
+  if (at(4) && head[0].is(ZYDIS_MNEMONIC_MOV) && is_register(head[0].operands[0], r12) &&
+      is_register(head[0].operands[1], rsp) && head[1].is(ZYDIS_MNEMONIC_SUB) &&
+      is_register(head[1].operands[0], r12) && head[2].conditional_branch() &&
+      head[3].compares_with_stack_guard(r12) && head[4].jbe()) {
+    return head[4].at;
+  }
+  return {};
+}
+
+}  // namespace
 
 CodeFacts analyze_code(std::span<const uint8_t> code, uint64_t address) {
   CodeFacts facts;
@@ -25,8 +84,10 @@ CodeFacts analyze_code(std::span<const uint8_t> code, uint64_t address) {
     return facts;
   }
   const uint64_t end = address + code.size();
-  ZydisDecodedInstruction insn;
-  ZydisDecodedOperand operands[ZYDIS_MAX_OPERAND_COUNT];
+  std::vector<HeadInstruction> head;
+  HeadInstruction current;
+  ZydisDecodedInstruction& insn = current.insn;
+  ZydisDecodedOperand* operands = current.operands;
   for (size_t offset = 0; offset < code.size(); offset += insn.length) {
     if (ZYAN_FAILED(ZydisDecoderDecodeFull(&decoder, code.data() + offset, code.size() - offset,
                                            &insn, operands))) {
@@ -34,6 +95,8 @@ CodeFacts analyze_code(std::span<const uint8_t> code, uint64_t address) {
       break;
     }
     const uint64_t at = address + offset;
+    current.at = at;
+    if (head.size() < kHeadInstructions) head.push_back(current);
     const unsigned visible = insn.operand_count_visible;
     const bool first_is_register = visible >= 1 && operands[0].type == ZYDIS_OPERAND_TYPE_REGISTER;
     const bool one_relative_operand = visible == 1 &&
@@ -64,28 +127,85 @@ CodeFacts analyze_code(std::span<const uint8_t> code, uint64_t address) {
     }
   }
   std::sort(facts.jump_targets.begin(), facts.jump_targets.end());
+  facts.go_stack_check_branch = go_stack_check_branch(head);
   return facts;
 }
 
+namespace {
+
+// Why a function's calls cannot end at its ret instructions, or null.
+const char* why_no_ret_probes(const CodeFacts& facts, uint64_t entry) {
+  if (!facts.decoded) return "code not fully decoded";
+  if (!facts.tail_jumps.empty()) return "it leaves by a tail jump";
+  if (facts.rets.empty()) return "no ret instruction";
+  if (std::find(facts.rets.begin(), facts.rets.end(), entry) != facts.rets.end()) {
+    return "a ret at the entry probe";
+  }
+  return nullptr;
+}
+
+void place_ret_probes(const ProbeSite& site, const CodeFacts& facts, ProbePlan& plan) {
+  plan.use_ret_instructions = true;
+  for (uint64_t ret : facts.rets) {
+    plan.ret_file_offsets.push_back(site.file_offset + (ret - site.address));
+  }
+}
+
+std::string ret_probes(size_t count) {
+  return fmt::format("{} ret probe{}", count, count == 1 ? "" : "s");
+}
+
+bool is_emulated(const CodeFacts& facts, uint64_t address) {
+  return std::binary_search(facts.emulated.begin(), facts.emulated.end(), address);
+}
+
+// Go code: entry on the stack check's branch, exits on every ret, calls
+// paired per goroutine. Never a return probe, whatever --exit-probes says.
+ProbePlan plan_go(const ProbeSite& site, const CodeFacts& facts) {
+  ProbePlan plan;
+  plan.goroutine_keyed = true;
+  plan.goid_offset = site.go->goid_offset;
+  if (facts.go_stack_check_branch) {
+    plan.entry_skip = *facts.go_stack_check_branch - site.address;
+    plan.entry_description = fmt::format("on the stack check's branch, +{}", plan.entry_skip);
+    plan.fn_flags |= FL_FN_GO_STACK_CHECK;
+  }
+  const uint64_t entry = site.address + plan.entry_skip;
+  plan.entry_emulated = is_emulated(facts, entry);
+  if (const char* why_not = why_no_ret_probes(facts, entry)) {
+    plan.refused = fmt::format("Go code with {}: a return probe would crash the program", why_not);
+    return plan;
+  }
+  place_ret_probes(site, facts, plan);
+  plan.exit_description = fmt::format("Go {}.{}, goroutine-keyed, {}", site.go->major,
+                                      site.go->minor, ret_probes(facts.rets.size()));
+  return plan;
+}
+
+}  // namespace
+
 ProbePlan plan_from_code(const ProbeSite& site, std::span<const uint8_t> code,
                          bool file_has_exception_tables, ExitProbeChoice choice) {
-  ProbePlan plan;
-  plan.entry_skip = site.entry_skip;
   if (code.empty()) {
+    ProbePlan plan;
     plan.exit_description = "return probe (function code unknown)";
+    if (site.go) plan.refused = "Go code that could not be read: a return probe would crash it";
     return plan;
   }
   CodeFacts facts = analyze_code(code, site.address);
+  if (site.go) return plan_go(site, facts);
+
+  ProbePlan plan;
   auto jumped_to = [&facts](uint64_t address) {
     return std::binary_search(facts.jump_targets.begin(), facts.jump_targets.end(), address);
   };
-  if (plan.entry_skip > 0 && jumped_to(site.address + plan.entry_skip)) {
-    // Back on the endbr64, which no jump inside the function reaches.
-    plan.entry_skip = 0;
+  // After an endbr64, unless a jump inside the function reaches that spot.
+  if (starts_with_endbr64(code) && !jumped_to(site.address + 4)) {
+    plan.entry_skip = 4;
+    plan.entry_description = "after endbr64, +4";
   }
   if (jumped_to(site.address + plan.entry_skip)) plan.fn_flags |= FL_FN_JUMPS_TO_ENTRY;
-  plan.entry_emulated = std::binary_search(facts.emulated.begin(), facts.emulated.end(),
-                                           site.address + plan.entry_skip);
+  plan.entry_emulated = is_emulated(facts, site.address + plan.entry_skip);
 
   if (choice == ExitProbeChoice::kReturnProbe) {
     plan.exit_description = "return probe (--exit-probes uretprobe)";
@@ -95,102 +215,50 @@ ProbePlan plan_from_code(const ProbeSite& site, std::span<const uint8_t> code,
     plan.exit_description = "return probe (no C++ exception tables in the file)";
     return plan;
   }
-  uint64_t entry = site.address + plan.entry_skip;
-  const char* why_not = nullptr;
-  if (!facts.decoded) {
-    why_not = "code not fully decoded";
-  } else if (!facts.tail_jumps.empty()) {
-    why_not = "it leaves by a tail jump";
-  } else if (facts.rets.empty()) {
-    why_not = "no ret instruction";
-  } else if (std::find(facts.rets.begin(), facts.rets.end(), entry) != facts.rets.end()) {
-    why_not = "a ret at the entry probe";
-  }
-  if (why_not) {
+  if (const char* why_not = why_no_ret_probes(facts, site.address + plan.entry_skip)) {
     plan.exit_description = fmt::format(
         "return probe ({}; a C++ exception unwinding through it would terminate the process)",
         why_not);
     return plan;
   }
-  plan.use_ret_instructions = true;
-  for (uint64_t ret : facts.rets) {
-    plan.ret_file_offsets.push_back(site.file_offset + (ret - site.address));
-  }
-  plan.exit_description = fmt::format("{} ret probe{} (exception-safe)", facts.rets.size(),
-                                      facts.rets.size() == 1 ? "" : "s");
+  place_ret_probes(site, facts, plan);
+  plan.exit_description = ret_probes(facts.rets.size()) + " (exception-safe)";
   return plan;
 }
 
-namespace {
-
-struct ElfCloser {
-  void operator()(Elf* elf) const { elf_end(elf); }
-};
-
-// True when the file has C++ exception tables, i.e. exceptions may unwind
-// through its functions.
-Result<bool> has_exception_tables(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return runtime_error("open " + path, errno);
-  elf_version(EV_CURRENT);
-  std::unique_ptr<Elf, ElfCloser> elf(elf_begin(fd, ELF_C_READ, nullptr));
-  size_t names_index = 0;
-  bool found = false;
-  if (elf && elf_getshdrstrndx(elf.get(), &names_index) == 0) {
-    for (Elf_Scn* section = nullptr; (section = elf_nextscn(elf.get(), section)) != nullptr;) {
-      GElf_Shdr header;
-      if (!gelf_getshdr(section, &header)) continue;
-      const char* name = elf_strptr(elf.get(), names_index, header.sh_name);
-      if (name && std::strcmp(name, ".gcc_except_table") == 0) {
-        found = true;
-        break;
-      }
-    }
-  }
-  elf.reset();
-  ::close(fd);
-  return found;
-}
-
-Result<std::vector<uint8_t>> read_code(const ProbeSite& site) {
-  // Functions larger than this are rare and not worth decoding whole.
-  constexpr uint64_t kMaxDecoded = 1 << 20;
-  std::vector<uint8_t> code;
-  if (site.size == 0 || site.size > kMaxDecoded) return code;
-  int fd = ::open(site.binary.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return runtime_error("open " + site.binary, errno);
-  code.resize(site.size);
-  ssize_t got = ::pread(fd, code.data(), code.size(), static_cast<off_t>(site.file_offset));
-  int err = errno;
-  ::close(fd);
-  if (got != static_cast<ssize_t>(code.size())) {
-    return runtime_error(fmt::format("read the code of {} in {}", site.symbol, site.binary),
-                         got < 0 ? err : EIO);
-  }
-  return code;
-}
-
-}  // namespace
-
-Result<bool> ProbePlanner::file_has_exception_tables(const std::string& path) {
-  if (auto known = exception_tables_.find(path); known != exception_tables_.end()) {
-    return known->second;
-  }
-  auto tables = has_exception_tables(path);
-  if (tables) exception_tables_.emplace(path, *tables);
-  return tables;
+Result<std::shared_ptr<const ElfFile>> ProbePlanner::file_of(const ProbeSite& site) {
+  if (site.file) return site.file;
+  if (auto known = files_.find(site.binary); known != files_.end()) return known->second;
+  auto opened = ElfFile::open(site.binary);
+  if (!opened) return std::unexpected(opened.error());
+  auto file = std::make_shared<const ElfFile>(std::move(*opened));
+  files_.emplace(site.binary, file);
+  return file;
 }
 
 Result<ProbePlan> ProbePlanner::plan(const ProbeSite& site, ExitProbeChoice choice) {
-  auto code = read_code(site);
-  if (!code) return std::unexpected(code.error());
+  auto file = file_of(site);
+  if (!file) return std::unexpected(file.error());
+  // Functions larger than this are rare and not worth decoding whole.
+  constexpr uint64_t kMaxDecoded = 1 << 20;
+  std::span<const uint8_t> code;
+  if (site.size > 0 && site.size <= kMaxDecoded) {
+    code = (*file)->bytes_at(site.file_offset, site.size);
+    if (code.size() != site.size) {
+      return runtime_error(fmt::format("read the code of {} in {}", site.symbol, site.binary), EIO);
+    }
+  }
   bool exception_tables = false;
   if (choice == ExitProbeChoice::kAuto) {
-    auto tables = file_has_exception_tables(site.binary);
-    if (!tables) return std::unexpected(tables.error());
-    exception_tables = *tables;
+    auto known = exception_tables_.find(site.binary);
+    if (known == exception_tables_.end()) {
+      known =
+          exception_tables_.emplace(site.binary, (*file)->section(".gcc_except_table").has_value())
+              .first;
+    }
+    exception_tables = known->second;
   }
-  return plan_from_code(site, *code, exception_tables, choice);
+  return plan_from_code(site, code, exception_tables, choice);
 }
 
 }  // namespace funclatency

@@ -42,7 +42,7 @@ Error attach_error(std::string what, int err, int pid) {
 }
 
 // One kind of probe: which program, and whether it is a return probe.
-enum class ProbeKind { kEntry, kReturn, kRetInstruction };
+enum class ProbeKind { kEntry, kReturn, kRetInstruction, kGoEntry, kGoRetInstruction };
 
 bpf_program* program_of(const BpfObject& object, ProbeKind kind) {
   switch (kind) {
@@ -51,18 +51,24 @@ bpf_program* program_of(const BpfObject& object, ProbeKind kind) {
     case ProbeKind::kReturn:
       return object.return_program();
     case ProbeKind::kRetInstruction:
+      return object.exit_program();
+    case ProbeKind::kGoEntry:
+      return object.go_entry_program();
+    case ProbeKind::kGoRetInstruction:
       break;
   }
-  return object.exit_program();
+  return object.go_exit_program();
 }
 
 const char* name_of(ProbeKind kind) {
   switch (kind) {
     case ProbeKind::kEntry:
+    case ProbeKind::kGoEntry:
       return "uprobe";
     case ProbeKind::kReturn:
       return "uretprobe";
     case ProbeKind::kRetInstruction:
+    case ProbeKind::kGoRetInstruction:
       break;
   }
   return "ret-instruction uprobe";
@@ -97,10 +103,13 @@ Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const P
     const ProbeSite& site = sites[index];
     const ProbePlan& plan = plans[index];
     uint64_t entry = site.file_offset + plan.entry_skip;
-    groups[{site.binary, ProbeKind::kEntry}].push_back({entry, fn_id, &site});
+    const bool go = plan.goroutine_keyed;
+    groups[{site.binary, go ? ProbeKind::kGoEntry : ProbeKind::kEntry}].push_back(
+        {entry, fn_id, &site});
     if (plan.use_ret_instructions) {
+      const ProbeKind exit = go ? ProbeKind::kGoRetInstruction : ProbeKind::kRetInstruction;
       for (uint64_t ret : plan.ret_file_offsets) {
-        groups[{site.binary, ProbeKind::kRetInstruction}].push_back({ret, fn_id, &site});
+        groups[{site.binary, exit}].push_back({ret, fn_id, &site});
       }
     } else {
       groups[{site.binary, ProbeKind::kReturn}].push_back({entry, fn_id, &site});
@@ -172,11 +181,18 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
                                         AttachMethod method, uint32_t first_fn_id) {
   UprobeLinks result;
   int target_pid = pid.value_or(-1);
-  std::map<uint32_t, std::string> refused;
-  auto first =
-      result.attach_pass(object, sites, plans, target_pid, method, first_fn_id, {}, refused);
+  // Functions the planner refused are left out from the start.
+  std::map<uint32_t, std::string> planned_out;
+  for (uint32_t index = 0; index < plans.size(); index++) {
+    if (!plans[index].refused.empty()) {
+      planned_out.emplace(first_fn_id + index, plans[index].refused);
+    }
+  }
+  std::map<uint32_t, std::string> refused = planned_out;
+  auto first = result.attach_pass(object, sites, plans, target_pid, method, first_fn_id,
+                                  planned_out, refused);
   if (!first) return std::unexpected(first.error());
-  if (!refused.empty()) {
+  if (refused.size() > planned_out.size()) {
     // Again without the refused functions, so no function is half-probed.
     result.links_.clear();
     std::map<uint32_t, std::string> again;
@@ -190,7 +206,9 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
     const auto& [fn_id, reason] = *refused.begin();
     const ProbeSite& site = sites[fn_id - first_fn_id];
     return bad_input(fmt::format("cannot probe {} in {}: {}", site.symbol, site.binary, reason),
-                     "uprobes cannot take this function's first instruction");
+                     plans[fn_id - first_fn_id].refused.empty()
+                         ? "uprobes cannot take this function's first instruction"
+                         : "");
   }
   for (uint32_t index = 0; index < sites.size(); index++) {
     const uint32_t fn_id = first_fn_id + index;
@@ -202,7 +220,7 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
     }
     result.sites_.push_back(AttachedSite{fn_id, site.binary, site.symbol,
                                          site.file_offset + plan.entry_skip, plan.entry_skip,
-                                         plan.exit_description});
+                                         plan.entry_description, plan.exit_description});
   }
   return result;
 }
@@ -214,17 +232,65 @@ void UprobeLinks::adopt(UprobeLinks&& more) {
   more.links_.clear();
 }
 
+TracingProbes::~TracingProbes() {
+  links.detach_all();
+  tracepoint_links.clear();
+}
+
+namespace {
+
+// --cpu-split: the sched_switch program, attached before any probe so the
+// first call already sees its switches.
+Result<std::vector<ProbeLink>> attach_tracepoints(const BpfObject& object) {
+  std::vector<ProbeLink> links;
+  if (!object.options().cpu_split) return links;
+  bpf_link* link = bpf_program__attach(object.sched_switch_program());
+  if (!link) {
+    return runtime_error("attach the sched_switch tracepoint program (tp_btf) for --cpu-split",
+                         errno);
+  }
+  links.push_back(ProbeLink::from_libbpf(link));
+  return links;
+}
+
+// Attaches every plan and the tracepoints the options ask for.
+Result<TracingProbes> attach_all(std::unique_ptr<BpfObject> object,
+                                 std::span<const ProbeSite> sites, std::span<const ProbePlan> plans,
+                                 std::optional<int> pid, AttachMethod method) {
+  auto tracepoints = attach_tracepoints(*object);
+  if (!tracepoints) return std::unexpected(tracepoints.error());
+  auto links = UprobeLinks::attach(*object, sites, plans, pid, method);
+  if (!links) return std::unexpected(links.error());
+  TracingProbes probes(std::move(object), std::move(*links), method);
+  probes.tracepoint_links = std::move(*tracepoints);
+  return probes;
+}
+
+}  // namespace
+
 Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const ProbeSite> sites,
                                       std::span<const ProbePlan> plans, std::optional<int> pid) {
+  // The programs and per-function settings the plans need, on top of what
+  // the caller asked for (room for functions attached later).
+  options.function_goid_offset.resize(plans.size(), 0);
+  for (size_t fn_id = 0; fn_id < plans.size(); fn_id++) {
+    const ProbePlan& plan = plans[fn_id];
+    if (!plan.refused.empty()) continue;
+    if (plan.goroutine_keyed) {
+      options.go_programs = true;
+      options.function_goid_offset[fn_id] = plan.goid_offset;
+    } else {
+      (plan.use_ret_instructions ? options.exit_program : options.return_program) = true;
+    }
+  }
   options.uprobe_multi = true;
   auto object = BpfObject::load(options);
   if (object) {
-    auto links = UprobeLinks::attach(**object, sites, plans, pid, AttachMethod::kUprobeMulti);
-    if (links)
-      return TracingProbes{std::move(*object), std::move(*links), AttachMethod::kUprobeMulti};
-    int err = links.error().errno_value;
+    auto probes = attach_all(std::move(*object), sites, plans, pid, AttachMethod::kUprobeMulti);
+    if (probes) return probes;
+    int err = probes.error().errno_value;
     // Any other failure (a bad file, a dead process) fails the same way below.
-    if (err != EINVAL && err != EOPNOTSUPP && err != ENOSYS) return std::unexpected(links.error());
+    if (err != EINVAL && err != EOPNOTSUPP && err != ENOSYS) return std::unexpected(probes.error());
   } else if (object.error().kind == ErrorKind::kBadInput) {
     return std::unexpected(object.error());
   }
@@ -232,9 +298,7 @@ Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const Probe
   options.uprobe_multi = false;
   auto fallback = BpfObject::load(options);
   if (!fallback) return std::unexpected(fallback.error());
-  auto links = UprobeLinks::attach(**fallback, sites, plans, pid, AttachMethod::kPerfEvent);
-  if (!links) return std::unexpected(links.error());
-  return TracingProbes{std::move(*fallback), std::move(*links), AttachMethod::kPerfEvent};
+  return attach_all(std::move(*fallback), sites, plans, pid, AttachMethod::kPerfEvent);
 }
 
 }  // namespace funclatency

@@ -45,7 +45,8 @@ struct AttachedSite {
   std::string symbol;
   uint64_t offset = 0;  // file offset the entry probe sits at
   uint32_t entry_skip = 0;
-  std::string exit_description;  // how calls are ended
+  std::string entry_description;  // where in the function, when not at its first byte
+  std::string exit_description;   // how calls are ended
 };
 
 enum class AttachMethod { kUprobeMulti, kPerfEvent };
@@ -88,13 +89,25 @@ class UprobeLinks {
 };
 
 // The BPF object with every probe attached: uprobe_multi links where the
-// kernel has them, one perf-event link per probe otherwise.
+// kernel has them, one perf-event link per probe otherwise. The links go
+// before the object (the destructor says so, not just member order): no
+// probe outlives the programs it runs.
 struct TracingProbes {
+  TracingProbes(std::unique_ptr<BpfObject> object, UprobeLinks links, AttachMethod method)
+      : object(std::move(object)), links(std::move(links)), method(method) {}
+  TracingProbes(TracingProbes&&) = default;
+  TracingProbes& operator=(TracingProbes&&) = delete;
+  ~TracingProbes();
+
   std::unique_ptr<BpfObject> object;
   UprobeLinks links;
   AttachMethod method = AttachMethod::kUprobeMulti;
+  std::vector<ProbeLink> tracepoint_links;  // --cpu-split: sched_switch
 };
 
+// Loads the BPF object with the programs `plans` need (plus those `options`
+// asks for) and attaches every plan. Plans the planner refused are left out
+// as dropped().
 Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const ProbeSite> sites,
                                       std::span<const ProbePlan> plans, std::optional<int> pid);
 

@@ -211,8 +211,15 @@ Result<void> ElfFile::load(const char* what) {
     if (gelf_getshdr(section, &section_header) == nullptr) {
       return bad_input(name + " is a malformed ELF file (section header): " + libelf_message());
     }
-    if (section_header.sh_type == SHT_NOBITS) continue;
     const char* section_name = elf_strptr(elf.get(), section_names_index, section_header.sh_name);
+    if (section_name != nullptr) {
+      sections_.push_back(SectionHeader{.name = section_name,
+                                        .address = section_header.sh_addr,
+                                        .file_offset = section_header.sh_offset,
+                                        .size = section_header.sh_size,
+                                        .in_file = section_header.sh_type != SHT_NOBITS});
+    }
+    if (section_header.sh_type == SHT_NOBITS) continue;
     const bool is_symbol_table =
         section_header.sh_type == SHT_SYMTAB || section_header.sh_type == SHT_DYNSYM;
     const bool is_note = section_header.sh_type == SHT_NOTE;
@@ -253,6 +260,19 @@ Result<void> ElfFile::load(const char* what) {
   return {};
 }
 
+std::optional<ElfSection> ElfFile::section(std::string_view name) const {
+  for (const SectionHeader& header : sections_) {
+    if (header.name != name) continue;
+    ElfSection section{.name = header.name,
+                       .address = header.address,
+                       .file_offset = header.file_offset,
+                       .size = header.size};
+    if (header.in_file) section.bytes = bytes_at(header.file_offset, header.size);
+    return section;
+  }
+  return std::nullopt;
+}
+
 std::optional<uint64_t> ElfFile::file_offset(uint64_t address) const {
   for (const LoadSegment& segment : segments_) {
     if (address >= segment.address && address - segment.address < segment.file_size) {
@@ -275,6 +295,16 @@ std::span<const uint8_t> ElfFile::bytes_at(uint64_t offset, size_t count) const 
   if (!image_ || offset >= image_->size) return {};
   const size_t available = static_cast<size_t>(image_->size - offset);
   return {image_->data + offset, std::min(count, available)};
+}
+
+std::span<const uint8_t> ElfFile::bytes_at_address(uint64_t address, size_t count) const {
+  for (const LoadSegment& segment : segments_) {
+    if (address < segment.address || address - segment.address >= segment.file_size) continue;
+    const uint64_t start = address - segment.address;
+    const uint64_t in_segment = std::min<uint64_t>(count, segment.file_size - start);
+    return bytes_at(segment.file_offset + start, static_cast<size_t>(in_segment));
+  }
+  return {};
 }
 
 uint32_t ElfFile::crc32() const {

@@ -1,6 +1,7 @@
 // Reads what symbol lookup needs from one ELF file (libelf): function
-// symbols, loadable segments, build-id and .gnu_debuglink, and the bytes at
-// a file offset. Every malformed input is an Error, never a crash.
+// symbols, loadable segments, sections by name, build-id and .gnu_debuglink,
+// and the bytes at a file offset or virtual address. Every malformed input is
+// an Error, never a crash.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/error.h"
@@ -34,6 +36,18 @@ struct LoadSegment {
   bool executable = false;
 };
 
+// A section header and the bytes the file holds for it, as stored (a
+// compressed section stays compressed).
+struct ElfSection {
+  std::string name;
+  uint64_t address = 0;  // sh_addr: 0 for a section that is not loaded
+  uint64_t file_offset = 0;
+  uint64_t size = 0;  // sh_size
+  // The part of [file_offset, file_offset + size) inside the file: shorter
+  // than `size` when the file is cut off, empty for SHT_NOBITS.
+  std::span<const uint8_t> bytes;
+};
+
 struct DebugLink {
   std::string file_name;
   uint32_t crc = 0;
@@ -56,6 +70,10 @@ class ElfFile {
   const std::optional<std::string>& build_id() const { return build_id_; }
   const std::optional<DebugLink>& debug_link() const { return debug_link_; }
 
+  // The first section called `name`, or nothing (also when the file has no
+  // section headers). The bytes stay valid while this ElfFile (or a copy) lives.
+  std::optional<ElfSection> section(std::string_view name) const;
+
   // The file offset a virtual address is stored at (through PT_LOAD), or
   // nothing when no loaded part of the file holds it.
   std::optional<uint64_t> file_offset(uint64_t address) const;
@@ -63,11 +81,22 @@ class ElfFile {
   bool in_executable_segment(uint64_t address, uint64_t size) const;
   // Up to `count` bytes of the file starting at `offset` (fewer at the end).
   std::span<const uint8_t> bytes_at(uint64_t offset, size_t count) const;
+  // Up to `count` bytes stored at a virtual address: fewer where the file
+  // part of the PT_LOAD holding it (or the file) ends, none when no loaded
+  // part of the file holds it.
+  std::span<const uint8_t> bytes_at_address(uint64_t address, size_t count) const;
   // CRC-32 of the whole file, as .gnu_debuglink records it.
   uint32_t crc32() const;
 
  private:
   struct Image;  // the file's bytes: a private mapping or an owned copy
+  struct SectionHeader {
+    std::string name;
+    uint64_t address = 0;
+    uint64_t file_offset = 0;
+    uint64_t size = 0;
+    bool in_file = true;  // false for SHT_NOBITS
+  };
   ElfFile() = default;
   Result<void> load(const char* what);
 
@@ -75,6 +104,7 @@ class ElfFile {
   std::shared_ptr<const Image> image_;
   std::vector<ElfSymbol> symbols_;
   std::vector<LoadSegment> segments_;
+  std::vector<SectionHeader> sections_;
   bool has_symtab_ = false;
   std::optional<std::string> build_id_;
   std::optional<DebugLink> debug_link_;

@@ -13,6 +13,7 @@
 #include "symbols/debug_file.h"
 #include "symbols/demangle.h"
 #include "symbols/elf_file.h"
+#include "symbols/go_binary.h"
 #include "symbols/ifunc_target.h"
 #include "symbols/name_matcher.h"
 
@@ -30,6 +31,7 @@ struct ElfSymbolResolver::SymbolTable {
     // that could be found (size 0 when no symbol covers it), else the resolver.
     bool ifunc = false;
     bool ifunc_resolved = false;
+    bool go = false;  // listed in the file's pclntab: Go code
 
     SymbolNames names() const { return {raw, demangled, unqualified}; }
   };
@@ -39,6 +41,7 @@ struct ElfSymbolResolver::SymbolTable {
   ElfFile binary;           // code bytes and file offsets come from here
   std::string symbol_file;  // the binary, or its debug file
   std::vector<Function> functions;
+  std::optional<GoCode> go;  // a Go binary: its version (goid_offset 0: unsupported)
 };
 
 namespace {
@@ -54,7 +57,12 @@ auto display_rank(const Function& function) {
 }
 
 // Why a function cannot carry an entry and a return probe, or "" if it can.
-std::string refusal_reason(const Function& function, const ElfFile& binary) {
+std::string refusal_reason(const Function& function, const ElfSymbolResolver::SymbolTable& table) {
+  const ElfFile& binary = table.binary;
+  if (function.go && table.go && table.go->goid_offset == 0) {
+    return "is Go code built with " + table.go->version +
+           ": funclatency pairs Go calls per goroutine from Go 1.17 on (amd64 register ABI)";
+  }
   if (function.raw.find(".cold") != std::string::npos) {
     return "is a cold fragment of another function (entered by a jump, not a call)";
   }
@@ -101,6 +109,34 @@ void point_ifuncs_at_their_implementations(ElfSymbolResolver::SymbolTable& table
   }
 }
 
+// A Go binary lists every function in its pclntab, which survives
+// `-ldflags=-s -w`: those the symbol tables lack join them, and every one is
+// marked as Go code.
+Result<void> add_go_functions(ElfSymbolResolver::SymbolTable& table) {
+  auto go = read_go_binary(table.binary);
+  if (!go) return std::unexpected(go.error());
+  if (!*go) return {};
+  const GoVersion& version = (*go)->version;
+  table.go = GoCode{version.text, version.major, version.minor, (*go)->goid_offset.value_or(0)};
+  std::map<uint64_t, const GoFunction*> listed;
+  for (const GoFunction& function : (*go)->functions) listed.emplace(function.address, &function);
+  std::set<uint64_t> in_symbols;
+  for (Function& function : table.functions) {
+    function.go = listed.contains(function.address);
+    if (function.go) in_symbols.insert(function.address);
+  }
+  for (const auto& [address, go_function] : listed) {
+    if (in_symbols.contains(address)) continue;
+    Function function;
+    function.raw = function.demangled = function.unqualified = go_function->name;
+    function.address = address;
+    function.size = go_function->size;
+    function.go = true;
+    table.functions.push_back(std::move(function));
+  }
+  return {};
+}
+
 }  // namespace
 
 ElfSymbolResolver::ElfSymbolResolver(SearchPaths paths) : paths_(std::move(paths)) {}
@@ -139,6 +175,7 @@ Result<std::shared_ptr<const ElfSymbolResolver::SymbolTable>> ElfSymbolResolver:
     table->functions.push_back(std::move(function));
   }
   point_ifuncs_at_their_implementations(*table);
+  if (auto go = add_go_functions(*table); !go) return std::unexpected(go.error());
   tables_.emplace(path, table);
   return table;
 }
@@ -193,7 +230,7 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
     for (const Function* alias : aliases) size = std::max(size, alias->size);
     Function extent = shown;
     extent.size = size;
-    if (std::string reason = refusal_reason(extent, table.binary); !reason.empty()) {
+    if (std::string reason = refusal_reason(extent, table); !reason.empty()) {
       resolution.refused.push_back(
           RefusedFunction{path, shown.demangled, shown.raw, address, size, std::move(reason)});
       continue;
@@ -205,7 +242,8 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
     site.address = address;
     site.size = size;
     site.file_offset = *table.binary.file_offset(address);
-    site.entry_skip = starts_with_endbr64(table.binary.bytes_at(site.file_offset, 4)) ? 4 : 0;
+    site.file = std::shared_ptr<const ElfFile>(*table_result, &table.binary);
+    if (shown.go) site.go = table.go;
     resolution.sites.push_back(std::move(site));
   }
 
@@ -252,12 +290,18 @@ Result<std::vector<ListedFunction>> list_functions(ElfSymbolResolver& resolver,
                                       site.address,
                                       site.size,
                                       site.file_offset,
-                                      site.entry_skip,
-                                      {}});
+                                      {},
+                                      site});
     }
     for (const RefusedFunction& refused : resolution->refused) {
-      listed.push_back(ListedFunction{refused.symbol, refused.raw_symbol, refused.binary,
-                                      refused.address, refused.size, 0, 0, refused.reason});
+      listed.push_back(ListedFunction{refused.symbol,
+                                      refused.raw_symbol,
+                                      refused.binary,
+                                      refused.address,
+                                      refused.size,
+                                      0,
+                                      refused.reason,
+                                      {}});
     }
   }
   return listed;

@@ -1,10 +1,11 @@
-// SymbolResolver over ELF files: locates the binary, reads its symbols (and
+// Symbol lookup over ELF files: locates the binary, reads its symbols (and
 // those of its separate debug file), matches the function part, and places
 // each probe.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,17 +40,19 @@ struct ListedFunction {
   uint64_t address = 0;
   uint64_t size = 0;
   uint64_t file_offset = 0;
-  uint32_t entry_skip = 0;
-  std::string refused_reason;  // empty when it can be probed
+  std::string refused_reason;     // empty when it can be probed
+  std::optional<ProbeSite> site;  // when it can be probed: for the planner's placement
 };
 
-class ElfSymbolResolver : public SymbolResolver {
+class ElfSymbolResolver {
  public:
   explicit ElfSymbolResolver(SearchPaths paths = {});
-  ~ElfSymbolResolver() override;
+  ~ElfSymbolResolver();
 
-  Result<std::vector<ProbeSite>> resolve(const TargetSpec& spec,
-                                         const ResolveOptions& options) override;
+  // Every function `spec` names, aliases at one address folded into one. A
+  // spec that matches nothing is a kBadInput error with close names in
+  // Error::hint.
+  Result<std::vector<ProbeSite>> resolve(const TargetSpec& spec, const ResolveOptions& options);
   // resolve(), with the binary and what was skipped.
   Result<Resolution> resolve_detailed(const TargetSpec& spec, const ResolveOptions& options);
   // Matches spec.function in the file at `path`, already located (e.g. a

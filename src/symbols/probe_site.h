@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "symbols/elf_file.h"
 
 namespace funclatency {
 
@@ -17,31 +19,32 @@ struct TargetSpec {
   bool regex = false;
 };
 
-// One function to probe.
+// A function of Go code (listed in its file's .gopclntab): its calls are
+// paired per goroutine and end at its ret instructions.
+struct GoCode {
+  std::string version;       // as .go.buildinfo says, e.g. "go1.19.8"
+  int major = 0, minor = 0;  // 1, 19
+  uint32_t goid_offset = 0;  // offset of goid in runtime.g for that version
+};
+
+// One function to probe. Where its probes go is the planner's decision
+// (src/probe/probe_plan.h), not the resolver's.
 struct ProbeSite {
-  std::string binary;       // absolute path of the ELF file that holds the code
-  std::string symbol;       // the name users read (demangled for C++)
-  std::string raw_symbol;   // the name in the symbol table (mangled)
-  uint64_t address = 0;     // st_value
-  uint64_t size = 0;        // st_size
-  uint64_t file_offset = 0; // file offset of st_value, what uprobes attach at
-  uint32_t entry_skip = 0;  // bytes after the start the probes sit at (4 after endbr64)
+  std::string binary;        // absolute path of the ELF file that holds the code
+  std::string symbol;        // the name users read (demangled for C++)
+  std::string raw_symbol;    // the name in the symbol table (mangled)
+  uint64_t address = 0;      // st_value
+  uint64_t size = 0;         // st_size
+  uint64_t file_offset = 0;  // file offset of st_value, what uprobes attach at
+  std::optional<GoCode> go;  // set for Go code
+  // The mapped file the code is read from, shared with the resolver so the
+  // planner does not read it again; null when the site was made by hand.
+  std::shared_ptr<const ElfFile> file;
 };
 
 struct ResolveOptions {
   std::optional<int> pid;  // resolve names through this process's mappings
   size_t max_matches = 5000;
-};
-
-// Symbol lookup behind an interface so tests can substitute it.
-class SymbolResolver {
- public:
-  virtual ~SymbolResolver() = default;
-  // Every function `spec` names, aliases at one address folded into one.
-  // A spec that matches nothing is a kBadInput error with close names in
-  // Error::hint.
-  virtual Result<std::vector<ProbeSite>> resolve(const TargetSpec& spec,
-                                                 const ResolveOptions& options) = 0;
 };
 
 }  // namespace funclatency

@@ -5,7 +5,7 @@ the workloads in tests/programs/workloads) and compare what it reports with
 the ground truth those programs measure themselves.
 
 Environment:
-  FUNCLATENCY_BUILD_DIR    build directory (default /work/main/build)
+  FUNCLATENCY_BUILD_DIR    build directory (default: build/ at the top of this repository)
   FUNCLATENCY_REQUIRE_BPF  "1": a test that needs BPF fails instead of skipping
 """
 
@@ -15,6 +15,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-DEFAULT_BUILD_DIR = "/work/main/build"
+DEFAULT_BUILD_DIR = Path(__file__).resolve().parents[2] / "build"
 TOOL_ATTACH_TIMEOUT = 30.0  # seconds from start to the "Tracing " line
 READY_TIMEOUT = 10.0  # seconds for a workload to print "ready pid=N"
 EXIT_TIMEOUT = 10.0  # seconds for a process to exit once asked to
@@ -102,27 +103,29 @@ def pytest_runtest_setup(item):
 # --- Binaries -----------------------------------------------------------------
 
 
-def _built(path: Path) -> Path:
+def built(path: Path, target: str = None) -> Path:
+    """`path`, failing the test when it is not built; `target` is the CMake
+    target that builds it."""
     if not path.is_file():
-        pytest.fail(f"{path} is not built; build it (cmake --build {build_dir()}) or set "
-                    "FUNCLATENCY_BUILD_DIR")
+        how = f"cmake --build {build_dir()}" + (f" --target {target}" if target else "")
+        pytest.fail(f"{path} is not built; build it ({how}) or set FUNCLATENCY_BUILD_DIR")
     return path
 
 
 @pytest.fixture(scope="session")
 def tool() -> Path:
-    return _built(build_dir() / "funclatency")
+    return built(build_dir() / "funclatency")
 
 
 @pytest.fixture(scope="session")
 def target_app() -> Path:
-    return _built(build_dir() / "target-app")
+    return built(build_dir() / "target-app")
 
 
 @pytest.fixture(scope="session")
 def workload():
     """workload("threads") -> path of tests/programs/workload-threads."""
-    return lambda name: _built(build_dir() / "tests" / "programs" / f"workload-{name}")
+    return lambda name: built(build_dir() / "tests" / "programs" / f"workload-{name}")
 
 
 # --- Processes ----------------------------------------------------------------
@@ -289,6 +292,23 @@ def run_tool(tool: Path, args, timeout=30.0, **kwargs) -> subprocess.CompletedPr
                           capture_output=True, text=True, timeout=timeout, **kwargs)
 
 
+def refusal_line(result: subprocess.CompletedProcess) -> str:
+    """The one message line of a run the tool refused with exit code 2."""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2, f"exit {result.returncode}, stderr: {result.stderr!r}"
+    assert len(lines) == 1, f"want one message line, got: {lines}"
+    return lines[0]
+
+
+def assert_refused(result: subprocess.CompletedProcess, *patterns):
+    """Refused: exit code 2, one line on stderr matching every pattern, and
+    nothing on stdout."""
+    line = refusal_line(result)
+    for pattern in patterns:
+        assert re.search(pattern, line), f"/{pattern}/ not in: {line}"
+    assert result.stdout.strip() == "", f"nothing should be reported: {result.stdout!r}"
+
+
 # --- Ground truth and the tool's reports ---------------------------------------
 
 
@@ -321,14 +341,19 @@ def parse_json_records(text: str) -> list:
     return records
 
 
-def totals_by_symbol(text: str) -> dict:
-    """The "total" record per symbol from --json output."""
+def total_records(records) -> dict:
+    """{symbol: record} of the "total" records among --json records."""
     totals = {}
-    for record in parse_json_records(text):
+    for record in records:
         if record.get("type") == "total":
             assert record["symbol"] not in totals, f"two total records for {record['symbol']}"
             totals[record["symbol"]] = record
     return totals
+
+
+def totals_by_symbol(text: str) -> dict:
+    """The "total" record per symbol from --json output."""
+    return total_records(parse_json_records(text))
 
 
 def rows_from_json(record: dict) -> dict:
@@ -462,6 +487,23 @@ def function_bytes_in_process(pid: int, binary: Path, symbol: str, length=16) ->
     raise AssertionError(f"{symbol} of {real} is not mapped in process {pid}")
 
 
+def assert_breakpoint_present(target: Workload, binary: Path, symbol: str):
+    """While traced, the function's first bytes in the target differ from the file's."""
+    assert function_bytes_in_process(target.pid, binary, symbol) != \
+        function_bytes_in_file(binary, symbol), f"{symbol} is not patched in {target.pid}"
+
+
+def assert_nothing_attached(target: Workload, binary: Path, *symbols: str):
+    """No breakpoint left: each function's first bytes in the target equal the
+    file's, and the target is still alive. Seen after the tool has exited, when
+    the kernel removes its probes anyway: tests/bpf checks a detach while the
+    tool is alive."""
+    for symbol in symbols:
+        assert function_bytes_in_process(target.pid, binary, symbol) == \
+            function_bytes_in_file(binary, symbol), f"{symbol} still patched in {target.pid}"
+    assert target.process.popen.poll() is None, "the target died"
+
+
 def wait_until(predicate, timeout, interval=0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -487,3 +529,27 @@ def trace_workload(procs: Processes, tool: Path, program: Path, symbols, mode: s
                               f"process exited\n{traced.describe()}")
     assert code == 0, f"funclatency exited with {code}\n{traced.describe()}"
     return totals_by_symbol(traced.text("stdout")), truth
+
+
+def record_problems(record: dict, expected: dict) -> list:
+    """How a --json total record differs from a function's ground truth: calls
+    that returned, calls that never did (lost), and log2 rows (a mispaired call
+    shows as one far too long or too short); [] when it does not."""
+    problems = []
+    if record["count"] != expected["returned"]:
+        problems.append(f"calls that returned: tool {record['count']}, truth "
+                        f"{expected['returned']}")
+    if record["lost"] != expected["abandoned"]:
+        problems.append(f"calls that never returned (lost): tool {record['lost']}, truth "
+                        f"{expected['abandoned']}")
+    mismatch = rows_explained_by_truth(rows_from_json(record), expected)
+    if mismatch:
+        problems.append(f"log2 rows differ from ground truth: {mismatch}")
+    return problems
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

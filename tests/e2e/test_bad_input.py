@@ -8,16 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import function_bytes_in_file, function_bytes_in_process, run_tool
-
-
-def assert_refused(result, *patterns):
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 2, f"exit {result.returncode}, stderr: {result.stderr!r}"
-    assert len(lines) == 1, f"want one message line, got: {lines}"
-    for pattern in patterns:
-        assert re.search(pattern, lines[0]), f"/{pattern}/ not in: {lines[0]}"
-    assert result.stdout.strip() == "", f"nothing should be reported: {result.stdout!r}"
+from conftest import assert_nothing_attached, assert_refused, run_tool
 
 
 def test_missing_binary(tool):
@@ -50,25 +41,19 @@ def running_target(procs, target_app):
     return procs.start_workload(target_app, ["--rate", "100"], wait_signal=False)
 
 
-def assert_not_attached(target, target_app):
-    assert function_bytes_in_process(target.pid, target_app, "slow_op") == \
-        function_bytes_in_file(target_app, "slow_op")
-    assert target.process.popen.poll() is None, "the target died"
-
-
 @pytest.mark.bpf
 def test_good_then_bad_function_leaves_nothing_attached(tool, target_app, running_target):
     result = run_tool(tool, ["-p", running_target.pid, f"{target_app}:slow_op",
                              f"{target_app}:slwo_op"])
     assert_refused(result, r"slwo_op", r"slow_op")
-    assert_not_attached(running_target, target_app)
+    assert_nothing_attached(running_target, target_app, "slow_op")
 
 
 @pytest.mark.bpf
 def test_good_then_missing_binary_leaves_nothing_attached(tool, target_app, running_target):
     result = run_tool(tool, [f"{target_app}:slow_op", "/nonexistent/dir/prog:main"])
     assert_refused(result, r"/nonexistent/dir/prog")
-    assert_not_attached(running_target, target_app)
+    assert_nothing_attached(running_target, target_app, "slow_op")
 
 
 @pytest.mark.bpf
@@ -83,4 +68,4 @@ def test_no_privilege_to_load_bpf(tool, target_app, running_target):
     result = run_tool(Path(unprivileged[0]),
                       [*unprivileged[1:], tool, "-p", running_target.pid, f"{target_app}:slow_op"])
     assert_refused(result, r"(?i)CAP_BPF|root|permi|privilege")
-    assert_not_attached(running_target, target_app)
+    assert_nothing_attached(running_target, target_app, "slow_op")

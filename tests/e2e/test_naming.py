@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EXIT_TIMEOUT, assert_rows_match_truth, build_dir, function_bytes_in_file,
-                      function_bytes_in_process, function_file_offset, parse_json_records,
-                      rows_from_json, run_tool, totals_by_symbol)
-from test_bad_input import assert_refused  # one clear line, exit 2, nothing on stdout
+from conftest import (EXIT_TIMEOUT, assert_nothing_attached, assert_refused,
+                      assert_rows_match_truth, build_dir, built, function_bytes_in_file,
+                      function_file_offset, parse_json_records, rows_from_json, run_tool,
+                      total_records, totals_by_symbol)
 
 MODES = ["events", "kernel"]
 GENERATED = [f"gen_fn_{i:03d}" for i in range(250)]
@@ -36,10 +36,7 @@ def naming():
     """naming("naming-app") -> path of tests/programs/naming/naming-app."""
 
     def path(name):
-        program = build_dir() / "tests" / "programs" / "naming" / name
-        if not program.is_file():
-            pytest.fail(f"{program} is not built; build the naming-programs target")
-        return program
+        return built(build_dir() / "tests" / "programs" / "naming" / name, "naming-programs")
 
     return path
 
@@ -76,16 +73,6 @@ def run_traced_without_pid(procs, command, program, workload_args=()):
     code = traced.stop(signal.SIGINT)
     assert code == 0, f"funclatency exit {code}\n{traced.describe()}"
     return totals_by_symbol(traced.text("stdout")), truth, traced
-
-
-def total_records(records) -> dict:
-    """{symbol: record} of the "total" records."""
-    totals = {}
-    for record in records:
-        if record["type"] == "total":
-            assert record["symbol"] not in totals, f"two totals for {record['symbol']}"
-            totals[record["symbol"]] = record
-    return totals
 
 
 def assert_counts(totals, truth, expected_symbols):
@@ -426,8 +413,7 @@ def test_list_prints_matches_and_attaches_nothing(procs, tool, naming):
                                          os.path.realpath(library))]
     libc = library_path_in(work.pid, "libc.so.6")
     assert by_name["getppid"][0][2] == libc
-    assert function_bytes_in_process(work.pid, binary, "app_local_op") == \
-        function_bytes_in_file(binary, "app_local_op")
+    assert_nothing_attached(work, binary, "app_local_op")
 
 
 def test_list_cxx_names_demangled(tool, naming):
@@ -450,19 +436,12 @@ def waiting_app(procs, naming):
     return procs.start_workload(naming("naming-app"))
 
 
-def assert_nothing_attached(work, binary, symbols):
-    for symbol in symbols:
-        assert function_bytes_in_process(work.pid, binary, symbol) == \
-            function_bytes_in_file(binary, symbol), f"{symbol} still has a breakpoint"
-    assert work.process.popen.poll() is None, "the target died"
-
-
 def refuse_after_good_target(tool, work, binary, bad_args, *patterns):
     """The good target comes first, so a tool that attached in order and
     failed late would have left a probe on app_local_op."""
     result = run_tool(tool, ["-p", work.pid, f"{binary}:app_local_op", *bad_args])
     assert_refused(result, *patterns)
-    assert_nothing_attached(work, binary, ["app_local_op"])
+    assert_nothing_attached(work, binary, "app_local_op")
     return result
 
 
@@ -518,4 +497,4 @@ def test_pattern_over_the_limit(procs, tool, naming):
         assert_refused(run_tool(tool, ["-p", work.pid, "--max-functions", limit,
                                        f"{binary}:gen_fn_*"]),
                        r"250", r"--max-functions")
-    assert_nothing_attached(work, binary, ["gen_fn_000", "gen_fn_249"])
+    assert_nothing_attached(work, binary, "gen_fn_000", "gen_fn_249")

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EXIT_TIMEOUT, TOOL_ATTACH_TIMEOUT, build_dir, function_bytes_in_file,
-                      function_bytes_in_process, rows_from_console, totals_by_symbol)
+from conftest import (EXIT_TIMEOUT, TOOL_ATTACH_TIMEOUT, assert_breakpoint_present,
+                      assert_nothing_attached, build_dir, built, rows_from_console,
+                      totals_by_symbol)
 
 pytestmark = pytest.mark.bpf
 
@@ -27,11 +28,7 @@ STOP_WITHIN = 1.0  # seconds from a stop signal (or a closed stdout) to exit
 def robust():
     """robust("churn") -> path of tests/programs/robust-churn."""
     def path(name):
-        program = build_dir() / "tests" / "programs" / f"robust-{name}"
-        if not program.is_file():
-            pytest.fail(f"{program} is not built (cmake --build {build_dir()} --target "
-                        "robustness-programs)")
-        return program
+        return built(build_dir() / "tests" / "programs" / f"robust-{name}", "robustness-programs")
     return path
 
 
@@ -40,16 +37,6 @@ def vm_rss_kb(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise AssertionError(f"no VmRSS for {pid}")
-
-
-def assert_breakpoint_present(pid, binary, symbol):
-    assert function_bytes_in_process(pid, binary, symbol) != \
-        function_bytes_in_file(binary, symbol), f"{symbol} is not patched in {pid} while traced"
-
-
-def assert_nothing_attached(pid, binary, symbol):
-    assert function_bytes_in_process(pid, binary, symbol) == \
-        function_bytes_in_file(binary, symbol), f"{symbol} still patched in {pid} after exit"
 
 
 def total_record(traced, symbol):
@@ -77,7 +64,7 @@ def test_churn_every_call_counted_memory_bounded(procs, tool, robust, mode):
     launcher = procs.start_workload(churn, ["--spawn-rate", "50", "--spawn-seconds", "10",
                                             "--calls", "20"])
     traced = procs.start_tool(tool, ["--json", "--mode", mode, f"{churn}:churn_op"])
-    assert_breakpoint_present(bystander.pid, churn, "churn_op")
+    assert_breakpoint_present(bystander, churn, "churn_op")
 
     rss_kb = []
     sampling = threading.Event()
@@ -107,7 +94,7 @@ def test_churn_every_call_counted_memory_bounded(procs, tool, robust, mode):
     assert len(warm) >= 10, rss_kb
     growth_kb = max(warm) - warm[0]
     assert growth_kb <= 2048, f"RSS grew by {growth_kb} kB during churn: {rss_kb}"
-    assert_nothing_attached(bystander.pid, churn, "churn_op")
+    assert_nothing_attached(bystander, churn, "churn_op")
 
 
 # --- Processes killed inside a traced function ----------------------------------------
@@ -224,7 +211,7 @@ def running_target(procs, target_app):
 def test_stop_signal_exits_within_a_second_detached(procs, tool, target_app, running_target,
                                                     signum):
     traced = procs.start_tool(tool, ["--json", f"{target_app}:slow_op"])
-    assert_breakpoint_present(running_target.pid, target_app, "slow_op")
+    assert_breakpoint_present(running_target, target_app, "slow_op")
     time.sleep(0.5)
     sent = time.monotonic()
     traced.send(signum)
@@ -233,7 +220,7 @@ def test_stop_signal_exits_within_a_second_detached(procs, tool, target_app, run
     assert code == 0, f"exit {code}\n{traced.describe()}"
     assert took <= STOP_WITHIN, f"took {took:.2f}s to exit after {signum.name}"
     assert total_record(traced, "slow_op")["count"] > 0
-    assert_nothing_attached(running_target.pid, target_app, "slow_op")
+    assert_nothing_attached(running_target, target_app, "slow_op")
 
 
 @pytest.mark.parametrize("output", ["console", "json"])
@@ -248,7 +235,7 @@ def test_closed_stdout_exits_within_a_second_detached(tool, target_app, running_
     try:
         first = traced.stdout.readline()
         assert first, "no first line"
-        assert_breakpoint_present(running_target.pid, target_app, "slow_op")
+        assert_breakpoint_present(running_target, target_app, "slow_op")
         closed = time.monotonic()
         traced.stdout.close()
         code = traced.wait(EXIT_TIMEOUT)
@@ -260,7 +247,7 @@ def test_closed_stdout_exits_within_a_second_detached(tool, target_app, running_
     stderr = traced.stderr.read().decode()
     assert code == 0, f"exit {code}: {stderr}"
     assert took <= STOP_WITHIN, f"took {took:.2f}s to exit after stdout closed"
-    assert_nothing_attached(running_target.pid, target_app, "slow_op")
+    assert_nothing_attached(running_target, target_app, "slow_op")
 
 
 # --- Other tracers on the same function -------------------------------------------------

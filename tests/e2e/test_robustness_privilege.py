@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXIT_TIMEOUT, run_tool, totals_by_symbol
+from conftest import EXIT_TIMEOUT, refusal_line, run_tool, totals_by_symbol
 
 pytestmark = pytest.mark.bpf
 NOBODY = 65534
@@ -34,26 +34,19 @@ def needs_root_and_setpriv(tool, target_app):
             pytest.skip(f"{path} is not readable and executable by others")
 
 
-def refusal(result):
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert result.returncode == 2, f"exit {result.returncode}, stderr: {result.stderr!r}"
-    assert len(lines) == 1, f"want one message line, got: {lines}"
-    return lines[0]
-
-
 def run_as_nobody(tool, caps, args):
     command = as_nobody(caps)
     return run_tool(Path(command[0]), [*command[1:], tool, *args])
 
 
 def test_unprivileged_user_is_told_what_is_missing(tool, target_app):
-    message = refusal(run_as_nobody(tool, [], ["-d", "1", f"{target_app}:slow_op"]))
+    message = refusal_line(run_as_nobody(tool, [], ["-d", "1", f"{target_app}:slow_op"]))
     assert re.search(r"CAP_BPF", message), message
     assert re.search(r"CAP_PERFMON", message), message
 
 
 def test_only_the_missing_capability_is_named(tool, target_app):
-    message = refusal(run_as_nobody(tool, ["bpf"], ["-d", "1", f"{target_app}:slow_op"]))
+    message = refusal_line(run_as_nobody(tool, ["bpf"], ["-d", "1", f"{target_app}:slow_op"]))
     assert "CAP_PERFMON" in message, message
     assert "CAP_BPF" not in message and "CAP_SYS_ADMIN" not in message, message
 
@@ -82,5 +75,5 @@ def test_pid_function_of_another_users_process_with_sys_ptrace(procs, tool, targ
 
 def test_pid_without_sys_ptrace_names_it(procs, tool, target_app):
     work = procs.start_workload(target_app, ["--rate", "50"], wait_signal=False)
-    message = refusal(run_as_nobody(tool, ["bpf", "perfmon"], ["-p", work.pid, ":slow_op"]))
+    message = refusal_line(run_as_nobody(tool, ["bpf", "perfmon"], ["-p", work.pid, ":slow_op"]))
     assert "CAP_SYS_PTRACE" in message, message

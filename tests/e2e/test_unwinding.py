@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import rows_explained_by_truth, rows_from_json, trace_workload
+from conftest import record_problems, trace_workload
 
 pytestmark = pytest.mark.bpf
 MODES = ["events", "kernel"]
@@ -25,17 +25,7 @@ def mangled_name(binary, demangled):
 
 def check_abandoned_then_normal(record, expected, what):
     assert expected["abandoned"] == 20 and expected["returned"] == 50
-    problems = []
-    if record["count"] != expected["returned"]:
-        problems.append(f"calls that returned: tool {record['count']}, truth "
-                        f"{expected['returned']}")
-    if record["lost"] != expected["abandoned"]:
-        problems.append(f"calls that never returned (lost): tool {record['lost']}, truth "
-                        f"{expected['abandoned']}")
-    mismatch = rows_explained_by_truth(rows_from_json(record), expected)
-    if mismatch:
-        problems.append(f"log2 rows differ from ground truth (a mispaired call shows as one "
-                        f"far too long): {mismatch}")
+    problems = record_problems(record, expected)
     assert not problems, f"{what}:\n" + "\n".join(problems)
 
 

@@ -1,9 +1,11 @@
-// OTLP/gRPC through grpc++: MetricsService/Export on one channel.
+// OTLP/gRPC through grpc++: MetricsService/Export on one channel, with TLS
+// from the certificates of otlp_tls.h.
 #include <grpcpp/grpcpp.h>
 
 #include <mutex>
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
+#include "output/otlp/otlp_tls.h"
 #include "output/otlp/otlp_transport.h"
 
 namespace funclatency {
@@ -28,6 +30,15 @@ ExportOutcome::Status classify_grpc_status(grpc::StatusCode code) {
     default:
       return ExportOutcome::Status::kPermanent;
   }
+}
+
+// gRPC reports a failed handshake as UNAVAILABLE, like a receiver that is
+// down; only its message tells that the certificate did not verify.
+bool is_certificate_failure(std::string_view message) {
+  for (std::string_view mark : {"CERTIFICATE_VERIFY_FAILED", "certificate verify failed"}) {
+    if (message.find(mark) != std::string_view::npos) return true;
+  }
+  return false;
 }
 
 class GrpcTransport final : public OtlpTransport {
@@ -61,6 +72,12 @@ class GrpcTransport final : public OtlpTransport {
     if (!status.ok()) {
       outcome.detail =
           "gRPC status " + std::to_string(status.error_code()) + ": " + status.error_message();
+      if (is_certificate_failure(status.error_message())) {
+        // Retrying cannot make a certificate verify.
+        outcome.status = ExportOutcome::Status::kPermanent;
+        outcome.detail =
+            certificate_refused(options_.endpoint, options_.tls, status.error_message());
+      }
       return outcome;
     }
     outcome.detail = "gRPC OK";
@@ -90,7 +107,9 @@ class GrpcTransport final : public OtlpTransport {
 
 Result<std::unique_ptr<OtlpTransport>> make_grpc_transport(const OtlpOptions& options) {
   std::string_view endpoint = options.endpoint;
-  bool tls = endpoint.starts_with("https://");
+  bool tls = options.tls.enabled;
+  auto material = load_otlp_tls(options.tls);
+  if (!material) return std::unexpected(material.error());
   if (auto scheme_end = endpoint.find("://"); scheme_end != std::string_view::npos) {
     endpoint.remove_prefix(scheme_end + 3);
   }
@@ -102,8 +121,11 @@ Result<std::unique_ptr<OtlpTransport>> make_grpc_transport(const OtlpOptions& op
   arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
   arguments.SetString(GRPC_ARG_PRIMARY_USER_AGENT_STRING, "funclatency/" FUNCLATENCY_VERSION);
-  auto credentials = tls ? grpc::SslCredentials(grpc::SslCredentialsOptions())
-                         : grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = material->ca_pem;  // empty: gRPC's default roots
+  ssl.pem_cert_chain = material->client_cert_pem;
+  ssl.pem_private_key = material->client_key_pem;
+  auto credentials = tls ? grpc::SslCredentials(ssl) : grpc::InsecureChannelCredentials();
   auto channel = grpc::CreateCustomChannel(target, credentials, arguments);
   if (!channel) return runtime_error("create gRPC channel to " + target);
   return std::make_unique<GrpcTransport>(options, std::move(channel));

@@ -1,6 +1,7 @@
 // OTLP/HTTP through libcurl: one POST per export, protobuf or JSON body,
-// optional gzip. The multi interface lets abort() wake a transfer in
-// progress at once instead of waiting for curl's own timeout.
+// optional gzip, TLS with the certificates of otlp_tls.h. The multi
+// interface lets abort() wake a transfer in progress at once instead of
+// waiting for curl's own timeout.
 #include <curl/curl.h>
 #include <google/protobuf/util/json_util.h>
 
@@ -9,6 +10,7 @@
 #include <cctype>
 #include <mutex>
 
+#include "output/otlp/otlp_tls.h"
 #include "output/otlp/otlp_transport.h"
 
 namespace funclatency {
@@ -57,7 +59,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
 
 class HttpTransport final : public OtlpTransport {
  public:
-  HttpTransport(const OtlpOptions& options, CURLM* multi) : options_(options), multi_(multi) {}
+  HttpTransport(const OtlpOptions& options, OtlpTlsMaterial tls, CURLM* multi)
+      : options_(options), tls_(std::move(tls)), multi_(multi) {}
 
   ExportOutcome send(const otlp_pb::ExportMetricsServiceRequest& request,
                      Clock::time_point deadline) override {
@@ -93,6 +96,9 @@ class HttpTransport final : public OtlpTransport {
     curl_easy_setopt(handle, CURLOPT_WRITEDATA, &capture);
     curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(handle, CURLOPT_HEADERDATA, &capture);
+    char curl_error[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, curl_error);
+    set_tls(handle);
 
     CURLcode result = CURLE_OK;
     bool finished = false;
@@ -111,9 +117,15 @@ class HttpTransport final : public OtlpTransport {
     }
     curl_multi_remove_handle(multi_.get(), handle);
     if (!finished) return {ExportOutcome::Status::kRetryable, "aborted at shutdown"};
+    std::string why = curl_error[0] ? curl_error : curl_easy_strerror(result);
+    if (result == CURLE_PEER_FAILED_VERIFICATION) {
+      // Retrying cannot make a certificate verify.
+      return {ExportOutcome::Status::kPermanent,
+              certificate_refused(options_.endpoint, options_.tls, why)};
+    }
     if (result != CURLE_OK) {
       // Connection refused, DNS, TLS, timeouts: the collector may be back soon.
-      return {ExportOutcome::Status::kRetryable, curl_easy_strerror(result)};
+      return {ExportOutcome::Status::kRetryable, why};
     }
     long status = 0;
     curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
@@ -140,6 +152,21 @@ class HttpTransport final : public OtlpTransport {
   }
 
  private:
+  // The CAs and the client certificate, from memory: curl copies the blobs.
+  void set_tls(CURL* handle) const {
+    auto set_blob = [handle](CURLoption option, const std::string& pem) {
+      curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
+      curl_easy_setopt(handle, option, &blob);
+    };
+    if (!tls_.ca_pem.empty()) set_blob(CURLOPT_CAINFO_BLOB, tls_.ca_pem);
+    if (!tls_.client_cert_pem.empty()) {
+      set_blob(CURLOPT_SSLCERT_BLOB, tls_.client_cert_pem);
+      curl_easy_setopt(handle, CURLOPT_SSLCERTTYPE, "PEM");
+      set_blob(CURLOPT_SSLKEY_BLOB, tls_.client_key_pem);
+      curl_easy_setopt(handle, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+  }
+
   Result<std::string> encode(const otlp_pb::ExportMetricsServiceRequest& request) const {
     std::string body;
     if (options_.protocol == OtlpProtocol::kHttpJson) {
@@ -173,6 +200,7 @@ class HttpTransport final : public OtlpTransport {
   }
 
   OtlpOptions options_;
+  OtlpTlsMaterial tls_;
   std::unique_ptr<CURLM, CurlMultiDeleter> multi_;
   std::atomic<bool> aborted_{false};
 };
@@ -187,9 +215,11 @@ Result<std::unique_ptr<OtlpTransport>> make_http_transport(const OtlpOptions& op
   std::call_once(curl_initialized, [&] { init = curl_global_init(CURL_GLOBAL_DEFAULT); });
   if (init != CURLE_OK)
     return runtime_error(std::string("curl_global_init: ") + curl_easy_strerror(init));
+  auto tls = load_otlp_tls(options.tls);
+  if (!tls) return std::unexpected(tls.error());
   CURLM* multi = curl_multi_init();
   if (!multi) return runtime_error("curl_multi_init failed");
-  return std::make_unique<HttpTransport>(options, multi);
+  return std::make_unique<HttpTransport>(options, std::move(*tls), multi);
 }
 
 }  // namespace funclatency

@@ -3,9 +3,11 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
 
 #include "common/utf8.h"
 
@@ -138,6 +140,44 @@ metrics_pb::AggregationTemporality temporality_of(const OtlpOptions& options) {
              : metrics_pb::AGGREGATION_TEMPORALITY_CUMULATIVE;
 }
 
+// A histogram metric with a point per function: explicit, named
+// `explicit_name` (in ms), or exponential in the display unit, as the options
+// say. `histogram_of` gives a function's histogram, or nullptr to leave the
+// function out.
+template <typename HistogramOf>
+void add_latency_metric(metrics_pb::ScopeMetrics* scope, const char* explicit_name,
+                        const char* description, const Report& report, const OtlpOptions& options,
+                        uint64_t start_ns, uint64_t time_ns, const HistogramOf& histogram_of) {
+  auto* metric = scope->add_metrics();
+  metric->set_description(description);
+  uint64_t unit_ns = report.functions.empty() ? 1000 : report.functions.front().total.unit_ns();
+  auto add_points = [&](auto* histogram, const auto& fill_point) {
+    histogram->set_aggregation_temporality(temporality_of(options));
+    for (const auto& function : report.functions) {
+      const LatencyHistogram* values = histogram_of(function);
+      if (!values) continue;
+      auto* point = histogram->add_data_points();
+      add_function_attributes(point->mutable_attributes(), function, options);
+      point->set_start_time_unix_nano(start_ns);
+      point->set_time_unix_nano(time_ns);
+      fill_point(point, *values);
+    }
+  };
+  if (options.histogram == OtlpHistogramKind::kExplicit) {
+    metric->set_name(explicit_name);
+    metric->set_unit("ms");
+    auto bounds = explicit_bounds_ms(unit_ns);
+    add_points(metric->mutable_histogram(),
+               [&](metrics_pb::HistogramDataPoint* point, const LatencyHistogram& values) {
+                 fill_explicit_point(point, values, bounds);
+               });
+  } else {
+    metric->set_name(exponential_metric_name(unit_ns, explicit_name));
+    metric->set_unit(unit_symbol(unit_ns));
+    add_points(metric->mutable_exponential_histogram(), fill_exponential_point);
+  }
+}
+
 metrics_pb::Sum* add_monotonic_sum(metrics_pb::ScopeMetrics* scope, const char* name,
                                    const char* description, const char* unit,
                                    const OtlpOptions& options) {
@@ -176,8 +216,9 @@ std::string unit_symbol(uint64_t unit_ns) {
   return std::to_string(unit_ns) + "ns";
 }
 
-std::string exponential_metric_name(uint64_t unit_ns) {
-  return "function_latency_" + unit_symbol(unit_ns);
+std::string exponential_metric_name(uint64_t unit_ns, std::string_view explicit_name) {
+  if (explicit_name.ends_with("_ms")) explicit_name.remove_suffix(3);
+  return std::string(explicit_name) + "_" + unit_symbol(unit_ns);
 }
 
 std::vector<double> explicit_bounds_ms(uint64_t unit_ns) {
@@ -220,33 +261,34 @@ otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
   scope->mutable_scope()->set_version(context.tool_version);
 
   // The latency histogram, one point per function.
-  auto* latency = scope->add_metrics();
-  latency->set_description("Duration of calls to a traced function, from entry to return");
-  uint64_t unit_ns = report.functions.empty() ? 1000 : report.functions.front().total.unit_ns();
-  if (options.histogram == OtlpHistogramKind::kExplicit) {
-    latency->set_name(kLatencyMetricName);
-    latency->set_unit("ms");
-    auto* histogram = latency->mutable_histogram();
-    histogram->set_aggregation_temporality(temporality_of(options));
-    auto bounds = explicit_bounds_ms(unit_ns);
-    for (const auto& function : report.functions) {
-      auto* point = histogram->add_data_points();
-      add_function_attributes(point->mutable_attributes(), function, options);
-      point->set_start_time_unix_nano(start_ns);
-      point->set_time_unix_nano(time_ns);
-      fill_explicit_point(point, delta ? function.interval : function.total, bounds);
-    }
-  } else {
-    latency->set_name(exponential_metric_name(unit_ns));
-    latency->set_unit(unit_symbol(unit_ns));
-    auto* histogram = latency->mutable_exponential_histogram();
-    histogram->set_aggregation_temporality(temporality_of(options));
-    for (const auto& function : report.functions) {
-      auto* point = histogram->add_data_points();
-      add_function_attributes(point->mutable_attributes(), function, options);
-      point->set_start_time_unix_nano(start_ns);
-      point->set_time_unix_nano(time_ns);
-      fill_exponential_point(point, delta ? function.interval : function.total);
+  add_latency_metric(scope, kLatencyMetricName,
+                     "Duration of calls to a traced function, from entry to return", report,
+                     options, start_ns, time_ns, [&](const FunctionReport& function) {
+                       return &(delta ? function.interval : function.total);
+                     });
+  // --cpu-split: where that time went, one histogram per part.
+  auto split_of = [&](const FunctionReport& function) -> const std::optional<CpuSplit>& {
+    return delta ? function.interval_split : function.total_split;
+  };
+  if (std::ranges::any_of(report.functions,
+                          [&](const auto& f) { return split_of(f).has_value(); })) {
+    const std::tuple<const char*, const char*, LatencyHistogram CpuSplit::*> parts[] = {
+        {kOncpuMetricName, "Time calls to a traced function spent running on a CPU",
+         &CpuSplit::oncpu},
+        {kRunnableMetricName,
+         "Time calls to a traced function spent switched out while runnable: waiting for a CPU",
+         &CpuSplit::runnable},
+        {kBlockedMetricName,
+         "Time calls to a traced function spent switched out while sleeping: a lock, I/O, a "
+         "sleep",
+         &CpuSplit::blocked},
+    };
+    for (const auto& [name, description, part] : parts) {
+      add_latency_metric(scope, name, description, report, options, start_ns, time_ns,
+                         [&](const FunctionReport& function) -> const LatencyHistogram* {
+                           const auto& split = split_of(function);
+                           return split ? &(*split.*part) : nullptr;
+                         });
     }
   }
 

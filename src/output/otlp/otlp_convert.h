@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
@@ -72,6 +73,12 @@ struct ExporterHealth {
 };
 
 inline constexpr const char* kLatencyMetricName = "function_latency_ms";
+// --cpu-split: each call's wall time in parts, histograms like the latency one
+// (same buckets, attributes, temporality and exponential variant), one point
+// per function that has the split.
+inline constexpr const char* kOncpuMetricName = "function_oncpu_ms";
+inline constexpr const char* kRunnableMetricName = "function_runnable_ms";
+inline constexpr const char* kBlockedMetricName = "function_blocked_ms";
 inline constexpr const char* kLostCallsMetricName = "funclatency_lost_calls";
 inline constexpr const char* kRingbufDroppedMetricName = "funclatency_ringbuf_dropped_calls";
 inline constexpr const char* kFailedExportsMetricName = "funclatency_otlp_failed_exports";
@@ -80,15 +87,18 @@ inline constexpr const char* kDroppedRequestsMetricName = "funclatency_otlp_drop
 // "us", "ms", "ns" for the display units the tool has; "1e<k>ns"-style
 // names are never needed.
 std::string unit_symbol(uint64_t unit_ns);
-// Name of the exponential latency metric for a display unit.
-std::string exponential_metric_name(uint64_t unit_ns);
+// Name of the exponential variant of a histogram metric for a display unit:
+// function_latency_ms -> function_latency_us with usec.
+std::string exponential_metric_name(uint64_t unit_ns,
+                                    std::string_view explicit_name = kLatencyMetricName);
 // The explicit histogram's upper bounds in ms: edges 2^1 .. 2^(rows-1) of
 // the display unit, one fewer than the console has rows.
 std::vector<double> explicit_bounds_ms(uint64_t unit_ns);
 
-// Cumulative: each function's `total` and `total_lost`, start = run_start.
-// Delta: `interval` and `interval_lost`, start = interval_start (OtlpSink
-// fills them with the change since its previous export). min and max are
+// Cumulative: each function's `total`, `total_split` and `total_lost`, start
+// = run_start. Delta: `interval`, `interval_split` and `interval_lost`, start
+// = interval_start (OtlpSink fills them with the change since its previous
+// export). min and max are
 // left out where the histogram does not know them.
 otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
                                                           const OtlpOptions& options,

@@ -96,8 +96,9 @@ bool is_port(std::string_view text) {
 
 struct ParsedUrl {
   std::string scheme;
-  std::string authority;  // host[:port]
-  std::string path;       // "" or starting with '/'
+  bool scheme_given = false;  // false: "host:port", taken as http
+  std::string authority;      // host[:port]
+  std::string path;           // "" or starting with '/'
 };
 
 // Accepts scheme://host[:port][/path] and, for convenience, host:port.
@@ -106,6 +107,7 @@ Result<ParsedUrl> parse_endpoint(std::string_view text, std::string_view source)
   std::string_view rest = text;
   if (auto scheme_end = rest.find("://"); scheme_end != std::string_view::npos) {
     url.scheme = lower(rest.substr(0, scheme_end));
+    url.scheme_given = true;
     rest.remove_prefix(scheme_end + 3);
   } else {
     url.scheme = "http";
@@ -141,11 +143,18 @@ std::string join(const ParsedUrl& url) {
 
 // The SDKs' rules: a signal-specific endpoint is used as given; the general
 // one is a base to which /v1/metrics is appended (HTTP only). A URL given on
-// the command line gets /v1/metrics when it has no path of its own.
+// the command line gets /v1/metrics when it has no path of its own. A gRPC
+// endpoint without a scheme uses TLS unless `insecure` (the specification's
+// OTEL_EXPORTER_OTLP_INSECURE); an HTTP one is plain http.
 Result<std::string> resolve_endpoint(const EnvironmentMap& env, const OtlpCliValues& cli,
-                                     OtlpProtocol protocol) {
+                                     OtlpProtocol protocol, bool insecure) {
   bool http = protocol != OtlpProtocol::kGrpc;
+  auto with_scheme = [&](ParsedUrl url) {
+    if (!http && !url.scheme_given && !insecure) url.scheme = "https";
+    return url;
+  };
   auto with_metrics_path = [&](ParsedUrl url, bool always) {
+    url = with_scheme(std::move(url));
     if (http && (always || url.path.empty() || url.path == "/")) {
       while (!url.path.empty() && url.path.back() == '/') url.path.pop_back();
       url.path += kMetricsPath;
@@ -160,7 +169,7 @@ Result<std::string> resolve_endpoint(const EnvironmentMap& env, const OtlpCliVal
   if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")) {
     auto url = parse_endpoint(*value, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
     if (!url) return std::unexpected(url.error());
-    return join(*url);
+    return join(with_scheme(*url));
   }
   if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_ENDPOINT")) {
     auto url = parse_endpoint(*value, "OTEL_EXPORTER_OTLP_ENDPOINT");
@@ -169,6 +178,39 @@ Result<std::string> resolve_endpoint(const EnvironmentMap& env, const OtlpCliVal
   }
   auto url = parse_endpoint(http ? kDefaultHttpEndpoint : kDefaultGrpcEndpoint, "default");
   return with_metrics_path(*url, true);
+}
+
+Result<bool> parse_bool(const std::string& text, std::string_view source) {
+  std::string value = lower(text);
+  if (value == "true") return true;
+  if (value == "false") return false;
+  return bad_input(std::string(source) + ": \"" + text + "\" is not true or false");
+}
+
+// OTEL_EXPORTER_OTLP_[METRICS_]{CERTIFICATE,CLIENT_CERTIFICATE,CLIENT_KEY}.
+Result<OtlpTlsOptions> resolve_tls(const EnvironmentMap& env, std::string_view endpoint) {
+  OtlpTlsOptions tls;
+  tls.enabled = endpoint.starts_with("https://");
+  if (auto value =
+          lookup(env, "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", "OTEL_EXPORTER_OTLP_CERTIFICATE")) {
+    tls.certificate_file = *value;
+  }
+  if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_METRICS_CLIENT_CERTIFICATE",
+                          "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE")) {
+    tls.client_certificate_file = *value;
+  }
+  if (auto value =
+          lookup(env, "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_KEY")) {
+    tls.client_key_file = *value;
+  }
+  if (tls.client_certificate_file.empty() != tls.client_key_file.empty()) {
+    return bad_input(tls.client_key_file.empty()
+                         ? "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE is set without a key"
+                         : "OTEL_EXPORTER_OTLP_CLIENT_KEY is set without a certificate",
+                     "set both OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and "
+                     "OTEL_EXPORTER_OTLP_CLIENT_KEY for mutual TLS");
+  }
+  return tls;
 }
 
 }  // namespace
@@ -231,9 +273,19 @@ Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCl
     options.protocol = *protocol;
   }
 
-  auto endpoint = resolve_endpoint(env, cli, options.protocol);
+  bool insecure = false;
+  if (auto value =
+          lookup(env, "OTEL_EXPORTER_OTLP_METRICS_INSECURE", "OTEL_EXPORTER_OTLP_INSECURE")) {
+    auto parsed = parse_bool(*value, "OTEL_EXPORTER_OTLP_INSECURE");
+    if (!parsed) return std::unexpected(parsed.error());
+    insecure = *parsed;
+  }
+  auto endpoint = resolve_endpoint(env, cli, options.protocol, insecure);
   if (!endpoint) return std::unexpected(endpoint.error());
   options.endpoint = std::move(*endpoint);
+  auto tls = resolve_tls(env, options.endpoint);
+  if (!tls) return std::unexpected(tls.error());
+  options.tls = std::move(*tls);
 
   if (auto value =
           lookup(env, "OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")) {

@@ -31,10 +31,22 @@ struct OtlpRetryPolicy {
 
 using OtlpKeyValues = std::vector<std::pair<std::string, std::string>>;
 
+// Transport security as the SDKs read it: OTEL_EXPORTER_OTLP_[METRICS_]
+// CERTIFICATE, CLIENT_CERTIFICATE, CLIENT_KEY and INSECURE. Files are read
+// when the transport is made (otlp_tls.h), not here.
+struct OtlpTlsOptions {
+  // https://, or a gRPC endpoint given without a scheme unless INSECURE is true.
+  bool enabled = false;
+  std::string certificate_file;         // the CAs the receiver must chain to; empty: the system's
+  std::string client_certificate_file;  // mutual TLS: both or neither
+  std::string client_key_file;
+};
+
 struct OtlpOptions {
   // HTTP: the full URL requests are posted to (".../v1/metrics").
   // gRPC: scheme://host:port; https selects TLS.
   std::string endpoint;
+  OtlpTlsOptions tls;
   OtlpProtocol protocol = OtlpProtocol::kHttpProtobuf;
   OtlpKeyValues headers;
   std::chrono::milliseconds timeout{10000};

@@ -28,6 +28,13 @@ std::optional<LatencyHistogram> histogram_difference(const LatencyHistogram& now
   return difference;
 }
 
+// The calls in running total `now` since `before`, its value at the previous
+// export (none: every call is new).
+LatencyHistogram calls_since(const LatencyHistogram& now, const LatencyHistogram* before) {
+  if (!before) return now;
+  return histogram_difference(now, *before).value_or(now);
+}
+
 LostCounts lost_difference(const LostCounts& now, const LostCounts& before) {
   auto minus = [](uint64_t a, uint64_t b) { return a >= b ? a - b : a; };
   return {minus(now.unreturned, before.unreturned), minus(now.depth, before.depth),
@@ -164,23 +171,27 @@ void OtlpSink::to_delta(Report& report) {
   auto aggregator_interval_start = report.interval_start;
   report.interval_start = since;
   for (auto& function : report.functions) {
-    auto previous = std::ranges::find_if(
+    auto found = std::ranges::find_if(
         exported_totals_, [&](const FunctionReport& f) { return same_series(f, function); });
-    std::optional<LatencyHistogram> delta = function.total;
-    LostCounts lost = function.total_lost;
-    if (previous != exported_totals_.end()) {
-      delta = histogram_difference(function.total, previous->total);
-      lost = lost_difference(function.total_lost, previous->total_lost);
-      if (!delta) delta = function.total;
-    }
+    const FunctionReport* previous = found != exported_totals_.end() ? &*found : nullptr;
+    LatencyHistogram delta = calls_since(function.total, previous ? &previous->total : nullptr);
+    function.interval_lost =
+        previous ? lost_difference(function.total_lost, previous->total_lost) : function.total_lost;
     // When the report's own interval began at or after the previous export
     // and holds as many calls, it holds exactly these calls, and it also
-    // knows their min and max.
-    if (aggregator_interval_start >= since && function.interval.count() == delta->count()) {
-      delta = function.interval;
-    }
-    function.interval = std::move(*delta);
-    function.interval_lost = lost;
+    // knows their min and max; so does its split.
+    if (aggregator_interval_start >= since && function.interval.count() == delta.count()) continue;
+    function.interval = std::move(delta);
+    if (!function.total_split) continue;
+    const CpuSplit* split_before =
+        previous && previous->total_split ? &*previous->total_split : nullptr;
+    auto part_since = [&](LatencyHistogram CpuSplit::*part) {
+      return calls_since(*function.total_split.*part,
+                         split_before ? &(split_before->*part) : nullptr);
+    };
+    function.interval_split =
+        CpuSplit{part_since(&CpuSplit::oncpu), part_since(&CpuSplit::runnable),
+                 part_since(&CpuSplit::blocked)};
   }
   exported_totals_ = report.functions;  // their totals are untouched
   last_exported_time_ = report.time;
@@ -229,6 +240,11 @@ void OtlpSink::attempt_head(Clock::time_point deadline) {
   }
   if (outcome.status == ExportOutcome::Status::kPermanent) {
     drop_head("rejected, not retried: " + outcome.detail);
+    // Said once: later refusals join the streak the recovery line counts.
+    if (!failing_) {
+      failing_ = true;
+      dropped_in_streak_ = 1;
+    }
     return;
   }
   head.failed_attempts++;

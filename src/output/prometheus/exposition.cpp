@@ -23,11 +23,36 @@ struct MetricNames {
   std::string ringbuf;  // counter family, without _total
 };
 
-MetricNames metric_names(std::string_view prefix) {
+std::string prefixed(std::string_view prefix, std::string_view name) {
   std::string base = prefix.empty() ? std::string() : std::string(prefix) + "_";
-  return {base + "function_latency_ms", base + "function_lost_calls",
-          base + "ringbuf_dropped_calls"};
+  return base + std::string(name);
 }
+
+MetricNames metric_names(std::string_view prefix) {
+  return {prefixed(prefix, "function_latency_ms"), prefixed(prefix, "function_lost_calls"),
+          prefixed(prefix, "ringbuf_dropped_calls")};
+}
+
+// --cpu-split: a histogram family per part of the wall time.
+struct SplitPart {
+  std::string_view family;  // after the prefix
+  std::string_view help;
+  LatencyHistogram CpuSplit::*histogram;
+  HistogramTotals SplitTotals::*totals;
+};
+constexpr SplitPart kSplitParts[] = {
+    {"function_oncpu_ms",
+     "Time calls to a traced function spent running on a CPU, in milliseconds (--cpu-split).",
+     &CpuSplit::oncpu, &SplitTotals::oncpu},
+    {"function_runnable_ms",
+     "Time calls to a traced function spent switched out while runnable, waiting for a CPU, in "
+     "milliseconds (--cpu-split).",
+     &CpuSplit::runnable, &SplitTotals::runnable},
+    {"function_blocked_ms",
+     "Time calls to a traced function spent switched out while sleeping (a lock, I/O, a sleep), "
+     "in milliseconds (--cpu-split).",
+     &CpuSplit::blocked, &SplitTotals::blocked},
+};
 
 // HELP, TYPE (and UNIT) lines. In OpenMetrics the metadata names the family,
 // which for a counter is the sample name without _total; in text 0.0.4 it
@@ -57,25 +82,26 @@ std::string series_labels(const FunctionMetrics& function) {
   return labels;
 }
 
-void append_histogram(std::string& out, const std::string& family,
-                      const FunctionMetrics& function) {
+// One series of `family`: `totals`, labelled and in the unit of `function`.
+void append_histogram(std::string& out, const std::string& family, const FunctionMetrics& function,
+                      const HistogramTotals& totals) {
   std::string labels = series_labels(function);
   // Kernel-side counters are read CPU by CPU while probes run, so the row sum
   // may briefly differ from the count; clamping keeps buckets cumulative and
   // +Inf equal to _count, as scrapers require.
   uint64_t cumulative = 0;
   for (uint32_t row : exposed_log2_rows(function.unit_ns)) {
-    cumulative += function.log2_counts[row];
+    cumulative += totals.log2_counts[row];
     uint64_t edge_ns = (uint64_t{1} << (row + 1)) * function.unit_ns;
     out += family + "_bucket" + labels + ",le=\"" + format_ns_as_ms(edge_ns) + "\"} ";
-    append_uint(out, std::min(cumulative, function.count));
+    append_uint(out, std::min(cumulative, totals.count));
     out += '\n';
   }
   out += family + "_bucket" + labels + ",le=\"+Inf\"} ";
-  append_uint(out, function.count);
-  out += '\n' + family + "_sum" + labels + "} " + format_ns_as_ms(function.sum_ns) + '\n';
+  append_uint(out, totals.count);
+  out += '\n' + family + "_sum" + labels + "} " + format_ns_as_ms(totals.sum_ns) + '\n';
   out += family + "_count" + labels + "} ";
-  append_uint(out, function.count);
+  append_uint(out, totals.count);
   out += '\n';
 }
 
@@ -144,6 +170,14 @@ std::string escape_label_value(std::string_view value) {
   return out;
 }
 
+HistogramTotals& HistogramTotals::operator+=(const LatencyHistogram& histogram) {
+  auto rows = histogram.log2_counts();
+  for (size_t r = 0; r < rows.size(); r++) log2_counts[r] += rows[r];
+  count += histogram.count();
+  sum_ns += histogram.sum_ns();
+  return *this;
+}
+
 MetricsSnapshot snapshot_of(const Report& report) {
   MetricsSnapshot snapshot;
   snapshot.ringbuf_dropped_total = report.ringbuf_dropped_total;
@@ -162,11 +196,14 @@ MetricsSnapshot snapshot_of(const Report& report) {
       snapshot.functions.push_back(std::move(metrics));
     }
     FunctionMetrics& metrics = snapshot.functions[it->second];
-    auto rows = function.total.log2_counts();
-    for (size_t r = 0; r < rows.size(); r++) metrics.log2_counts[r] += rows[r];
-    metrics.count += function.total.count();
-    metrics.sum_ns += function.total.sum_ns();
+    metrics += function.total;
     metrics.lost += function.total_lost;
+    if (function.total_split) {
+      if (!metrics.split) metrics.split.emplace();
+      for (const SplitPart& part : kSplitParts) {
+        (*metrics.split).*part.totals += (*function.total_split).*part.histogram;
+      }
+    }
   }
   return snapshot;
 }
@@ -181,7 +218,17 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
                   "Duration of calls to a traced function, entry to return, in milliseconds. "
                   "Buckets are the console's log2 rows.");
   for (const FunctionMetrics& function : snapshot.functions) {
-    append_histogram(out, names.latency, function);
+    append_histogram(out, names.latency, function, function);
+  }
+
+  if (std::ranges::any_of(snapshot.functions, [](const auto& f) { return f.split.has_value(); })) {
+    for (const SplitPart& part : kSplitParts) {
+      std::string family = prefixed(metric_prefix, part.family);
+      append_metadata(out, format, family, "histogram", "ms", part.help);
+      for (const FunctionMetrics& function : snapshot.functions) {
+        if (function.split) append_histogram(out, family, function, *function.split.*part.totals);
+      }
+    }
   }
 
   append_metadata(out, format, names.lost, "counter", "",

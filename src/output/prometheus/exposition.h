@@ -9,10 +9,15 @@
 // set of `le` edges depends only on the display unit, never on the data, so
 // every scrape of every series carries the same buckets and rate() and
 // histogram_quantile() can combine them.
+//
+// With --cpu-split, <prefix>_function_oncpu_ms, _runnable_ms and _blocked_ms
+// split each call's wall time the same way: histograms with the same labels
+// and `le` edges, present once a function has the split.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,17 +32,31 @@ enum class ExpositionFormat {
   kOpenMetrics,     // application/openmetrics-text; version=1.0.0
 };
 
+// One histogram's running totals as exposed: its log2 rows, count and sum.
+struct HistogramTotals {
+  std::array<uint64_t, FL_LOG2_ROWS> log2_counts{};
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  HistogramTotals& operator+=(const LatencyHistogram& histogram);
+};
+
+// --cpu-split: the totals of each part of the wall time (CpuSplit).
+struct SplitTotals {
+  HistogramTotals oncpu;
+  HistogramTotals runnable;
+  HistogramTotals blocked;
+};
+
 // What one exposed series is made of: the run's cumulative totals for one
-// label set, small enough to copy on every report.
-struct FunctionMetrics {
+// label set, small enough to copy on every report. The base holds the wall
+// time's histogram.
+struct FunctionMetrics : HistogramTotals {
   std::string symbol;
   std::string binary;
   int pid = 0;  // exposed as a label only when non-zero (tracing with -p)
   uint64_t unit_ns = 1000;
-  std::array<uint64_t, FL_LOG2_ROWS> log2_counts{};
-  uint64_t count = 0;
-  uint64_t sum_ns = 0;
   LostCounts lost;
+  std::optional<SplitTotals> split;  // with --cpu-split
 };
 
 struct MetricsSnapshot {
@@ -45,7 +64,7 @@ struct MetricsSnapshot {
   uint64_t ringbuf_dropped_total = 0;
 };
 
-// Takes FunctionReport::total and total_lost of every function. Functions the
+// Takes FunctionReport::total, total_split and total_lost of every function. Functions the
 // labels cannot tell apart (say two static functions of one name in one
 // binary) are merged, because a scrape must not carry one series twice.
 MetricsSnapshot snapshot_of(const Report& report);

@@ -9,7 +9,13 @@ Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& va
   if (!values.enabled) return std::unique_ptr<Sink>();
   auto address = parse_listen_address(values.listen);
   if (!address) return std::unexpected(address.error());
-  auto sink = PrometheusSink::start(*address, values.prefix);
+  WebConfig web;
+  if (!values.web_config.empty()) {
+    auto loaded = load_web_config(values.web_config);
+    if (!loaded) return std::unexpected(loaded.error());
+    web = std::move(*loaded);
+  }
+  auto sink = PrometheusSink::start(*address, values.prefix, web);
   if (!sink) return std::unexpected(sink.error());
   return std::unique_ptr<Sink>(std::move(*sink));
 }

@@ -1,5 +1,6 @@
-// The command line of the Prometheus endpoint: `--prometheus [[ADDR:]PORT]`
-// and `--prometheus-prefix PREFIX`, and the sink they describe.
+// The command line of the Prometheus endpoint: `--prometheus [[ADDR:]PORT]`,
+// `--prometheus-prefix PREFIX` and `--web-config FILE`, and the sink they
+// describe.
 #pragma once
 
 #include <memory>
@@ -18,13 +19,14 @@ struct PrometheusCliValues {
   bool enabled = false;  // --prometheus was given
   std::string listen;    // [ADDR:]PORT; 127.0.0.1:9464 when given without a value
   std::string prefix = "ebpf";
+  std::string web_config;  // exporter-toolkit web configuration file; empty: none
 };
 
 void add_prometheus_options(CLI::App& app, PrometheusCliValues& values);
 
-// Binds the endpoint (call it before attaching anything: a port in use is a
-// kBadInput error) and returns the sink serving it; nullptr when --prometheus
-// was not given.
+// Reads the web-config and binds the endpoint (call it before attaching
+// anything: a bad web-config or a port in use is a kBadInput error) and returns the sink serving
+// it; nullptr when --prometheus was not given.
 Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& values);
 
 }  // namespace funclatency

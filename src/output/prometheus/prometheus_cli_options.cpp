@@ -37,6 +37,11 @@ void add_prometheus_options(CLI::App& app, PrometheusCliValues& values) {
                  "Prefix of the Prometheus metric names (PREFIX_function_latency_ms, ...)")
       ->capture_default_str()
       ->needs(listen);
+  app.add_option("--web-config", values.web_config,
+                 "Serve /metrics with TLS and basic auth from an exporter-toolkit web config\n"
+                 "(the file node_exporter's --web.config.file reads)")
+      ->type_name("FILE")
+      ->needs(listen);
 }
 
 }  // namespace funclatency

@@ -1,11 +1,11 @@
 // Built into funclatency-prometheus.so only: the entry the binary looks up.
 #include "output/prometheus/prometheus_module.h"
 
-extern "C" [[gnu::visibility("default")]] void funclatency_prometheus_make_sink_v1(
+extern "C" [[gnu::visibility("default")]] void funclatency_prometheus_make_sink_v2(
     const funclatency::PrometheusCliValues& values,
     funclatency::Result<std::unique_ptr<funclatency::Sink>>& sink) {
   sink = funclatency::make_prometheus_sink(values);
 }
 
-static_assert(std::is_same_v<decltype(&funclatency_prometheus_make_sink_v1),
+static_assert(std::is_same_v<decltype(&funclatency_prometheus_make_sink_v2),
                              funclatency::PrometheusModuleEntry>);

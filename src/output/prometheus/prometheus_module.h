@@ -12,7 +12,7 @@ namespace funclatency {
 
 using PrometheusModuleEntry = void (*)(const PrometheusCliValues& values,
                                        Result<std::unique_ptr<Sink>>& sink);
-inline constexpr const char* kPrometheusModuleEntry = "funclatency_prometheus_make_sink_v1";
+inline constexpr const char* kPrometheusModuleEntry = "funclatency_prometheus_make_sink_v2";
 inline constexpr const char* kPrometheusModuleFile = "funclatency-prometheus.so";
 
 // make_prometheus_sink() through the module, which is loaded only when

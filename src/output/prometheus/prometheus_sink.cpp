@@ -1,52 +1,18 @@
 #include "output/prometheus/prometheus_sink.h"
 
-#include <httplib.h>
-#include <netdb.h>
-#include <sys/socket.h>
-
-#include <atomic>
-#include <cerrno>
-#include <chrono>
 #include <mutex>
-#include <thread>
 
+#include "output/prometheus/basic_auth.h"
 #include "output/prometheus/exposition.h"
+#include "output/prometheus/tls_server.h"
 
 namespace funclatency {
-
-namespace {
-
-// Enough for a couple of scrapers (each keeps one connection alive) and a
-// curl by hand, without a thread per core.
-constexpr size_t kServerThreads = 4;
-
-// The kernel's own verdict on the host name, so a typo reads as one.
-Result<void> check_resolvable(const ListenAddress& address) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  int status =
-      getaddrinfo(address.host.c_str(), std::to_string(address.port).c_str(), &hints, &found);
-  if (status != 0) {
-    return bad_input(
-        "--prometheus: cannot resolve \"" + address.host + "\": " + gai_strerror(status),
-        "give a local IP address such as 127.0.0.1 or 0.0.0.0");
-  }
-  freeaddrinfo(found);
-  return {};
-}
-
-}  // namespace
 
 struct PrometheusSink::State {
   std::string metric_prefix;
   std::string host;
-  uint16_t port = 0;
-  httplib::Server server;
-  std::thread server_thread;
-  std::atomic<bool> listen_returned = false;
+  bool tls = false;
+  std::unique_ptr<HttpServer> server;
 
   std::mutex snapshot_mutex;
   std::shared_ptr<const MetricsSnapshot> snapshot = std::make_shared<MetricsSnapshot>();
@@ -55,81 +21,74 @@ struct PrometheusSink::State {
     std::lock_guard lock(snapshot_mutex);
     return snapshot;
   }
+
+  // Used on the server thread only. The latest snapshot's text in each
+  // format, rendered once and shared by every answer that sends it.
+  struct Rendered {
+    std::shared_ptr<const MetricsSnapshot> snapshot;
+    std::shared_ptr<const std::string> text;
+  };
+  Rendered rendered[2];
+  std::unique_ptr<BasicAuth> auth;
+
+  std::shared_ptr<const std::string> exposition(ExpositionFormat format) {
+    Rendered& cached = rendered[format == ExpositionFormat::kOpenMetrics ? 1 : 0];
+    auto current = latest();
+    if (cached.snapshot != current) {
+      cached.text =
+          std::make_shared<const std::string>(render_exposition(*current, format, metric_prefix));
+      cached.snapshot = std::move(current);
+    }
+    return cached.text;
+  }
+
+  HttpResponse answer(const HttpRequest& request) {
+    if (!auth->allows(request.header("Authorization"))) {
+      return {401,
+              "text/plain; charset=utf-8",
+              std::make_shared<const std::string>("Unauthorized\n"),
+              {{"WWW-Authenticate", "Basic"}}};
+    }
+    if (request.path() == "/metrics") {
+      ExpositionFormat format = negotiate_format(request.header("Accept"));
+      return {200, std::string(content_type(format)), exposition(format), {}};
+    }
+    if (request.path() == "/") {
+      return {200,
+              "text/plain; charset=utf-8",
+              std::make_shared<const std::string>("funclatency: metrics are at /metrics\n"),
+              {}};
+    }
+    return {
+        404, "text/plain; charset=utf-8", std::make_shared<const std::string>("Not Found\n"), {}};
+  }
 };
 
 Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ListenAddress& address,
-                                                              std::string metric_prefix) {
+                                                              std::string metric_prefix,
+                                                              const WebConfig& web,
+                                                              HttpLimits limits) {
   auto prefix = validate_metric_prefix(metric_prefix);
   if (!prefix) return std::unexpected(prefix.error());
-  if (auto resolved = check_resolvable(address); !resolved) {
-    return std::unexpected(resolved.error());
+  HttpServerOptions options;
+  options.limits = limits;
+  options.headers = web.headers;
+  if (web.tls) {
+    auto tls = TlsServerContext::create(*web.tls);
+    if (!tls) return std::unexpected(tls.error());
+    options.tls = std::move(*tls);
   }
-
   auto state = std::make_unique<State>();
   state->metric_prefix = *prefix;
   state->host = address.host;
+  state->tls = web.tls.has_value();
+  state->auth = std::make_unique<BasicAuth>(web.basic_auth_users);
   State* shared = state.get();
-
-  httplib::Server& server = state->server;
-  server.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
-  // One request per connection: an idle kept-alive connection would hold a
-  // worker, and close() waits for the workers. Scrapes come seconds apart,
-  // so a connection per scrape costs nothing.
-  server.set_keep_alive_max_count(1);
-  // httplib's default also sets SO_REUSEPORT, which would let a second
-  // funclatency share the port silently. SO_REUSEADDR alone still refuses a
-  // port someone listens on, while allowing a restart over TIME_WAIT.
-  server.set_socket_options([](socket_t socket) {
-    int yes = 1;
-    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  server.Get("/metrics", [shared](const httplib::Request& request, httplib::Response& response) {
-    ExpositionFormat format = negotiate_format(request.get_header_value("Accept"));
-    response.set_content(render_exposition(*shared->latest(), format, shared->metric_prefix),
-                         std::string(content_type(format)).c_str());
-  });
-  server.Get("/", [](const httplib::Request&, httplib::Response& response) {
-    response.set_content("funclatency: metrics are at /metrics\n", "text/plain; charset=utf-8");
-  });
-
-  errno = 0;
-  bool bound = false;
-  if (address.port == 0) {
-    int port = server.bind_to_any_port(address.host);
-    bound = port > 0;
-    state->port = bound ? static_cast<uint16_t>(port) : 0;
-  } else {
-    bound = server.bind_to_port(address.host, address.port);
-    state->port = address.port;
-  }
-  if (!bound) {
-    // httplib does not return the reason; errno still holds bind()'s.
-    int reason = errno;
-    std::string hint = reason == EADDRINUSE ? "another process listens there; pick another port"
-                       : reason == EADDRNOTAVAIL
-                           ? "the address is not one of this host's; try 127.0.0.1 or 0.0.0.0"
-                       : reason == EACCES ? "ports below 1024 need CAP_NET_BIND_SERVICE"
-                                          : "";
-    return bad_input("--prometheus: cannot listen on " + address.to_string(), hint, reason);
-  }
-
-  try {
-    state->server_thread = std::thread([shared] {
-      shared->server.listen_after_bind();
-      shared->listen_returned = true;
-    });
-  } catch (const std::system_error& failure) {
-    return runtime_error("start the Prometheus server thread", failure.code().value());
-  }
-  // stop() is a no-op until the listen loop runs (its first step), so wait
-  // for it: close() must never leave the thread listening forever.
-  while (!server.is_running() && !shared->listen_returned) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!server.is_running()) {
-    state->server_thread.join();
-    return runtime_error("serve Prometheus scrapes on " + address.to_string());
-  }
+  auto server =
+      HttpServer::start(address, "--prometheus", std::move(options),
+                        [shared](const HttpRequest& request) { return shared->answer(request); });
+  if (!server) return std::unexpected(server.error());
+  state->server = std::move(*server);
   return std::unique_ptr<PrometheusSink>(new PrometheusSink(std::move(state)));
 }
 
@@ -147,17 +106,20 @@ void PrometheusSink::write(const Report& report) {
 }
 
 void PrometheusSink::close() {
-  if (!state_->server_thread.joinable()) return;
-  state_->server.stop();
-  state_->server_thread.join();
+  state_->server->stop();
 }
 
 uint16_t PrometheusSink::port() const {
-  return state_->port;
+  return state_->server->port();
 }
 
 std::string PrometheusSink::url() const {
-  return "http://" + ListenAddress{state_->host, state_->port}.to_string() + "/metrics";
+  return std::string(state_->tls ? "https://" : "http://") +
+         ListenAddress{state_->host, port()}.to_string() + "/metrics";
+}
+
+HttpServer::Counters PrometheusSink::counters() const {
+  return state_->server->counters();
 }
 
 }  // namespace funclatency

@@ -1,6 +1,7 @@
 // Serves GET /metrics for Prometheus scrapers while tracing runs. The server
-// owns its threads; write() only swaps in the newest snapshot, so a slow
-// scraper never holds up the collector.
+// (http_server.h) owns its one thread; write() only swaps in the newest
+// snapshot, so a slow scraper never holds up the collector. A web-config adds
+// TLS, basic authentication and response headers.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,9 @@
 #include <string>
 
 #include "common/error.h"
+#include "output/prometheus/http_server.h"
 #include "output/prometheus/listen_address.h"
+#include "output/prometheus/web_config.h"
 #include "output/sink.h"
 
 namespace funclatency {
@@ -18,8 +21,11 @@ class PrometheusSink : public Sink {
   // Binds and starts serving before returning, so a port in use or an address
   // that cannot be bound is a kBadInput error while nothing is attached yet.
   // Until the first write() the endpoint serves the metadata with no series.
+  // A certificate or key that cannot be read or used is kBadInput too.
   static Result<std::unique_ptr<PrometheusSink>> start(const ListenAddress& address,
-                                                       std::string metric_prefix);
+                                                       std::string metric_prefix,
+                                                       const WebConfig& web = {},
+                                                       HttpLimits limits = {});
   ~PrometheusSink() override;
 
   // Keeps FunctionReport::total and total_lost of every function; interval
@@ -29,7 +35,8 @@ class PrometheusSink : public Sink {
   void close() override;
 
   uint16_t port() const;    // the bound port, also when 0 was asked for
-  std::string url() const;  // http://HOST:PORT/metrics
+  std::string url() const;  // http(s)://HOST:PORT/metrics
+  HttpServer::Counters counters() const;
 
   struct State;  // the server and the latest snapshot, shared with its handlers
 

@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FunctionReport function{.symbol = input.ConsumeRandomLengthString(32),
                             .binary = input.ConsumeRandomLengthString(32),
                             .pid = input.ConsumeIntegral<int>(),
-                            .mode = "events",
+                            .mode = AggregationMode::kEvents,
                             .interval = LatencyHistogram(unit),
                             .total = LatencyHistogram(unit)};
     size_t calls = input.ConsumeIntegralInRange<size_t>(0, 64);

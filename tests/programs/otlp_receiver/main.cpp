@@ -3,6 +3,7 @@
 // one JSON line per accepted export request on stdout:
 //   {"listening": {"http": PORT, "grpc": PORT}}            (first line)
 //   {"transport": "http", "request": {ExportMetricsServiceRequest as JSON}}
+// With --tls-cert/--tls-key both speak TLS (--tls-client-ca: mutual TLS).
 // Runs until SIGINT or SIGTERM.
 #include <google/protobuf/util/json_util.h>
 #include <signal.h>
@@ -22,6 +23,10 @@ int main(int argc, char** argv) {
   app.add_option("--fail-first", fail_first, "refuse the first N requests of each transport");
   app.add_option("--failure-status", failure_status, "HTTP status for refused requests");
   app.add_option("--delay-ms", delay_ms, "hold every request this long");
+  ReceiverTls tls;
+  app.add_option("--tls-cert", tls.cert_file, "serve TLS with this certificate (PEM)");
+  app.add_option("--tls-key", tls.key_file, "... and this key");
+  app.add_option("--tls-client-ca", tls.client_ca_file, "require a client certificate it signed");
   CLI11_PARSE(app, argc, argv);
 
   sigset_t signals;
@@ -36,8 +41,8 @@ int main(int argc, char** argv) {
   http_behavior.delay = std::chrono::milliseconds(delay_ms);
   ReceiverBehavior grpc_behavior = http_behavior;
   grpc_behavior.failure_status = 14;  // UNAVAILABLE
-  auto http = start_http_receiver(http_behavior, http_port);
-  auto grpc = start_grpc_receiver(grpc_behavior, grpc_port);
+  auto http = start_http_receiver(http_behavior, http_port, tls);
+  auto grpc = start_grpc_receiver(grpc_behavior, grpc_port, tls);
   if (!http || !grpc) {
     std::fprintf(stderr, "otlp-receiver: cannot listen on 127.0.0.1\n");
     return 1;

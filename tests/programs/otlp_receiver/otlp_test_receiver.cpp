@@ -5,6 +5,8 @@
 #include <httplib.h>
 #include <zlib.h>
 
+#include <fstream>
+
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.grpc.pb.h"
 
 namespace funclatency::testing {
@@ -40,7 +42,14 @@ collector_pb::ExportMetricsServiceResponse response_for(const ReceiverBehavior& 
 
 class HttpReceiver final : public OtlpTestReceiver {
  public:
-  explicit HttpReceiver(ReceiverBehavior behavior) : OtlpTestReceiver(std::move(behavior)) {
+  HttpReceiver(ReceiverBehavior behavior, const ReceiverTls& tls)
+      : OtlpTestReceiver(std::move(behavior)),
+        owned_(tls.cert_file.empty()
+                   ? std::make_unique<httplib::Server>()
+                   : std::make_unique<httplib::SSLServer>(
+                         tls.cert_file.c_str(), tls.key_file.c_str(),
+                         tls.client_ca_file.empty() ? nullptr : tls.client_ca_file.c_str())),
+        server_(*owned_) {
     // stop() waits for idle keep-alive connections to time out.
     server_.set_keep_alive_timeout(1);
     server_.Post("/v1/metrics",
@@ -119,20 +128,21 @@ class HttpReceiver final : public OtlpTestReceiver {
     }
   }
 
-  httplib::Server server_;
+  std::unique_ptr<httplib::Server> owned_;
+  httplib::Server& server_;
   std::thread thread_;
   int port_ = -1;
 };
 
 class GrpcReceiver final : public OtlpTestReceiver, public collector_pb::MetricsService::Service {
  public:
-  explicit GrpcReceiver(ReceiverBehavior behavior) : OtlpTestReceiver(std::move(behavior)) {}
+  GrpcReceiver(ReceiverBehavior behavior, const ReceiverTls& tls)
+      : OtlpTestReceiver(std::move(behavior)), tls_(tls) {}
   ~GrpcReceiver() override { stop(); }
 
   bool start(int port) {
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
-                             &port_);
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(port), credentials(), &port_);
     builder.RegisterService(this);
     server_ = builder.BuildAndStart();
     return server_ && port_ > 0;
@@ -145,6 +155,23 @@ class GrpcReceiver final : public OtlpTestReceiver, public collector_pb::Metrics
       server_->Wait();
       server_.reset();
     }
+  }
+
+  std::shared_ptr<grpc::ServerCredentials> credentials() const {
+    if (tls_.cert_file.empty()) return grpc::InsecureServerCredentials();
+    auto read = [](const std::string& path) {
+      std::ifstream file(path);
+      return std::string(std::istreambuf_iterator<char>(file), {});
+    };
+    grpc::SslServerCredentialsOptions options(
+        tls_.client_ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                    : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    if (!tls_.client_ca_file.empty()) options.pem_root_certs = read(tls_.client_ca_file);
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    pair.private_key = read(tls_.key_file);
+    pair.cert_chain = read(tls_.cert_file);
+    options.pem_key_cert_pairs.push_back(pair);
+    return grpc::SslServerCredentials(options);
   }
 
   grpc::Status Export(grpc::ServerContext* context,
@@ -168,6 +195,7 @@ class GrpcReceiver final : public OtlpTestReceiver, public collector_pb::Metrics
 
  private:
   std::unique_ptr<grpc::Server> server_;
+  ReceiverTls tls_;
   int port_ = 0;
 };
 
@@ -215,14 +243,16 @@ void OtlpTestReceiver::interrupt_delays() {
   changed_.notify_all();
 }
 
-std::unique_ptr<OtlpTestReceiver> start_http_receiver(ReceiverBehavior behavior, int port) {
-  auto receiver = std::make_unique<HttpReceiver>(std::move(behavior));
+std::unique_ptr<OtlpTestReceiver> start_http_receiver(ReceiverBehavior behavior, int port,
+                                                      const ReceiverTls& tls) {
+  auto receiver = std::make_unique<HttpReceiver>(std::move(behavior), tls);
   if (!receiver->start(port)) return nullptr;
   return receiver;
 }
 
-std::unique_ptr<OtlpTestReceiver> start_grpc_receiver(ReceiverBehavior behavior, int port) {
-  auto receiver = std::make_unique<GrpcReceiver>(std::move(behavior));
+std::unique_ptr<OtlpTestReceiver> start_grpc_receiver(ReceiverBehavior behavior, int port,
+                                                      const ReceiverTls& tls) {
+  auto receiver = std::make_unique<GrpcReceiver>(std::move(behavior), tls);
   if (!receiver->start(port)) return nullptr;
   return receiver;
 }

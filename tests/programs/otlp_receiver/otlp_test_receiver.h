@@ -1,7 +1,7 @@
 // Real OTLP receivers for tests: an HTTP one (cpp-httplib, POST /v1/metrics,
 // protobuf or JSON, gzip) and a gRPC one (MetricsService/Export), both on
-// 127.0.0.1. They decode every request and can be told to misbehave: fail
-// the first N requests, reject everything, or answer late.
+// 127.0.0.1, plain or TLS (optionally requiring a client certificate). They decode every request
+// and can be told to misbehave: fail the first N requests, reject everything, or answer late.
 #pragma once
 
 #include <chrono>
@@ -44,6 +44,12 @@ struct ReceiverBehavior {
   std::string partial_message;
 };
 
+// PEM files; an empty cert_file: plain text. With client_ca_file, a client
+// certificate signed by it is required.
+struct ReceiverTls {
+  std::string cert_file, key_file, client_ca_file;
+};
+
 class OtlpTestReceiver {
  public:
   virtual ~OtlpTestReceiver() = default;
@@ -72,7 +78,9 @@ class OtlpTestReceiver {
 };
 
 // port 0 picks a free port.
-std::unique_ptr<OtlpTestReceiver> start_http_receiver(ReceiverBehavior behavior = {}, int port = 0);
-std::unique_ptr<OtlpTestReceiver> start_grpc_receiver(ReceiverBehavior behavior = {}, int port = 0);
+std::unique_ptr<OtlpTestReceiver> start_http_receiver(ReceiverBehavior behavior = {}, int port = 0,
+                                                      const ReceiverTls& tls = {});
+std::unique_ptr<OtlpTestReceiver> start_grpc_receiver(ReceiverBehavior behavior = {}, int port = 0,
+                                                      const ReceiverTls& tls = {});
 
 }  // namespace funclatency::testing

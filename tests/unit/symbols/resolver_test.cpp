@@ -28,6 +28,12 @@ Result<std::vector<ProbeSite>> resolve(const std::string& target, ResolveOptions
   return resolver.resolve(*spec, options);
 }
 
+// The site's code, read through the file the resolver shares with the
+// planner, starts where the symbol says (an endbr64 in CET builds).
+bool code_starts_with_endbr64(const ProbeSite& site) {
+  return site.file && starts_with_endbr64(site.file->bytes_at(site.file_offset, 4));
+}
+
 std::set<std::string> symbols_of(const std::vector<ProbeSite>& sites) {
   std::set<std::string> names;
   for (const auto& site : sites) names.insert(site.symbol);
@@ -45,7 +51,7 @@ TEST(Resolver, ExactNameInPieCetBinaryIsPlacedAfterEndbr64) {
   EXPECT_EQ(site.symbol, "slow_op");
   EXPECT_EQ(site.raw_symbol, "slow_op");
   EXPECT_GT(site.size, 0u);
-  EXPECT_EQ(site.entry_skip, 4u);
+  EXPECT_TRUE(code_starts_with_endbr64(site));
 }
 
 TEST(Resolver, ExactNameInNonPieBinaryHasNoSkipAndTheRunningOffset) {
@@ -54,7 +60,7 @@ TEST(Resolver, ExactNameInNonPieBinaryHasNoSkipAndTheRunningOffset) {
   auto sites = resolve(std::string(SYMFIX_NOPIE) + ":slow_op");
   ASSERT_TRUE(sites) << sites.error().message();
   ASSERT_EQ(sites->size(), 1u);
-  EXPECT_EQ(sites->front().entry_skip, 0u);
+  EXPECT_FALSE(code_starts_with_endbr64(sites->front()));
   EXPECT_EQ(sites->front().address, process.address_of("slow_op"));
   EXPECT_EQ(sites->front().file_offset,
             testing::file_offset_in_maps(process.pid(), process.address_of("slow_op")));
@@ -189,7 +195,7 @@ TEST(Resolver, CppMethodsByQualifiedNameMatchEveryOverload) {
                                    "std::char_traits<char>, std::allocator<char> > const&)"}));
   for (const auto& site : *sites) {
     EXPECT_TRUE(site.raw_symbol.starts_with("_ZN4shop4cart6Basket3add")) << site.raw_symbol;
-    EXPECT_EQ(site.entry_skip, 4u);
+    EXPECT_TRUE(code_starts_with_endbr64(site));
   }
 }
 
@@ -242,12 +248,13 @@ void expect_symbols_from_debug_file(const std::string& binary, SearchPaths paths
     EXPECT_EQ(site.binary, real(binary));
     EXPECT_EQ(site.address, original->front().address);
     EXPECT_EQ(site.file_offset, original->front().file_offset);
-    EXPECT_EQ(site.entry_skip, original->front().entry_skip);
   }
-  // The debug file has no code; the endbr64 of slow_op is read from the binary.
+  // The debug file has no code; slow_op's code is read from the binary.
   auto slow_op = resolver.resolve(*parse_target(binary + ":slow_op", false), {});
   ASSERT_TRUE(slow_op);
-  EXPECT_EQ(slow_op->front().entry_skip, 4u);
+  ASSERT_TRUE(slow_op->front().file);
+  EXPECT_EQ(slow_op->front().file->path(), real(binary));
+  EXPECT_TRUE(code_starts_with_endbr64(slow_op->front()));
 }
 
 TEST(Resolver, StrippedBinaryUsesDebugLinkInItsDirectory) {
@@ -361,7 +368,7 @@ TEST(Resolver, LibraryOfAProcessByNameAndOwnLibraryDirectory) {
   auto by_name = resolve("libsymfix.so.1:symfix_lib_work", {}, false, paths);
   ASSERT_TRUE(by_name) << by_name.error().message();
   EXPECT_EQ(by_name->front().binary, real(SYMFIX_LIB));
-  EXPECT_EQ(by_name->front().entry_skip, 4u);
+  EXPECT_TRUE(code_starts_with_endbr64(by_name->front()));
 }
 
 TEST(Resolver, LibcIfuncResolvesToTheImplementationTheLoaderPicked) {

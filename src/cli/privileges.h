@@ -1,0 +1,79 @@
+// Least privilege after attach: funclatency needs its capabilities to load
+// BPF and attach probes, and nothing after that but the file descriptors it
+// already holds (maps, ring buffer, links, the listening socket). Once every
+// probe is attached, drop_privileges() takes every capability from every
+// thread (exporter threads included) and, with `--user NAME`, switches to
+// that user. With --wait-for-library the main thread keeps, permitted but not
+// effective, what a late attach needs, and raises it only while attaching
+// (RaisedCapabilities).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+
+namespace CLI {
+class App;
+}
+
+namespace funclatency {
+
+struct PrivilegeCliValues {
+  std::string user;  // --user NAME; empty: stay who we are
+};
+
+void add_privilege_options(CLI::App& app, PrivilegeCliValues& values);
+
+struct TargetUser {
+  std::string name;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups
+};
+
+// The --user's ids, looked up before anything attaches: an unknown user, or
+// no CAP_SETUID/CAP_SETGID to switch to it, is kBadInput. nullopt without --user.
+Result<std::optional<TargetUser>> lookup_user(const PrivilegeCliValues& values);
+
+// A set of capabilities, bit n = capability n (linux/capability.h).
+using CapabilityMask = uint64_t;
+
+// What attaching the probes of a library loaded later needs: CAP_SYS_PTRACE
+// (another user's /proc/PID/maps and /proc/PID/root) and CAP_DAC_READ_SEARCH
+// (libraries not world-readable). A uprobe_multi link of the loaded program
+// needs nothing more; the perf-event fallback opens perf events, which takes
+// CAP_PERFMON, CAP_BPF and CAP_SYS_ADMIN.
+CapabilityMask late_attach_capabilities(bool perf_event_fallback);
+
+// Switches to `user` (when given), then leaves every thread of the process
+// with no capability at all, except the calling thread's permitted set,
+// which keeps `keep` (intersected with what it has). Call it on the thread
+// that will attach later. Runs after attach, so a failure is kRuntime.
+Result<void> drop_privileges(const std::optional<TargetUser>& user, CapabilityMask keep);
+
+// The calling thread's effective, permitted capability sets.
+struct ThreadCapabilities {
+  CapabilityMask effective = 0, permitted = 0;
+};
+Result<ThreadCapabilities> current_capabilities();
+
+// While alive, the calling thread's permitted capabilities are effective too;
+// restores the effective set when destroyed. Does nothing when the permitted
+// set is already effective (as for a run that dropped nothing).
+class RaisedCapabilities {
+ public:
+  RaisedCapabilities();
+  ~RaisedCapabilities();
+  RaisedCapabilities(const RaisedCapabilities&) = delete;
+  RaisedCapabilities& operator=(const RaisedCapabilities&) = delete;
+
+ private:
+  std::optional<ThreadCapabilities> restore_;
+};
+
+}  // namespace funclatency

@@ -1,0 +1,214 @@
+#include "cli/run_stages.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "bpf/funclatency.h"
+#include "symbols/target_spec.h"
+
+namespace funclatency {
+
+Result<std::vector<TargetSpec>> parse_targets(const Config& config) {
+  std::vector<TargetSpec> specs;
+  for (const auto& target : config.targets) {
+    auto spec = parse_target(target, config.regex);
+    if (!spec) return std::unexpected(spec.error());
+    if (spec->binary.empty() && !config.pid) {
+      return bad_input(fmt::format("TARGET \"{}\" names no binary", target),
+                       "give -p PID, or write BINARY:FUNCTION");
+    }
+    specs.push_back(std::move(*spec));
+  }
+  return specs;
+}
+
+ResolveOptions resolve_options(const Config& config) {
+  ResolveOptions options;
+  options.pid = config.pid;
+  options.max_matches = config.max_functions;
+  return options;
+}
+
+Result<void> refuse_cpu_split_for_go(const Config& config, std::span<const ProbeSite> sites) {
+  if (!config.cpu_split) return {};
+  for (const auto& site : sites) {
+    if (!site.go) continue;
+    return bad_input(fmt::format("--cpu-split is not defined for Go functions ({} in {}): a "
+                                 "goroutine moves between threads, and the split is per thread",
+                                 site.symbol, site.binary),
+                     "trace Go functions without --cpu-split");
+  }
+  return {};
+}
+
+LoadOptions load_options(const Config& config, const PlannedTargets& targets,
+                         const std::optional<Calibration>& calibration) {
+  const bool awaiting = !targets.waiting.empty();
+  LoadOptions load;
+  load.unit_ns = config.unit_ns;
+  load.filter_tgid = config.pid ? static_cast<uint32_t>(*config.pid) : 0;
+  load.num_functions =
+      static_cast<uint32_t>(targets.sites.size()) + (awaiting ? config.late_functions : 0);
+  load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
+  load.cpu_split = config.cpu_split;
+  // Functions attached later may need either kind of exit; load_and_attach
+  // adds the programs the plans at hand need.
+  load.return_program = awaiting;
+  load.exit_program = awaiting;
+  for (const auto& plan : targets.plans) {
+    load.function_flags.push_back(plan.fn_flags);
+    load.function_subtract_ns.push_back(calibration ? calibration->for_plan(plan) : 0);
+  }
+  return load;
+}
+
+WatchOptions watch_options(const Config& config, const LoadOptions& load, AttachMethod method,
+                           uint32_t first_free_fn_id, std::optional<Calibration> calibration) {
+  WatchOptions options;
+  options.pid = config.pid.value_or(0);
+  options.resolve = resolve_options(config);
+  options.exit_probes = config.exit_probes;
+  options.initial_mode = load.initial_mode;
+  options.method = method;
+  options.first_free_fn_id = first_free_fn_id;
+  options.subtract_ns = [calibration](const ProbePlan& plan) -> uint64_t {
+    return calibration ? calibration->for_plan(plan) : 0;
+  };
+  return options;
+}
+
+std::set<std::pair<std::string, uint64_t>> site_keys(std::span<const ProbeSite> sites) {
+  std::set<std::pair<std::string, uint64_t>> keys;
+  for (const auto& site : sites) keys.insert({site.binary, site.file_offset});
+  return keys;
+}
+
+SessionOptions session_options(const Config& config) {
+  SessionOptions options;
+  options.interval = config.interval;
+  options.duration = config.duration;
+  options.pid = config.pid;
+  options.mode = config.mode;
+  options.policy.to_kernel_calls_per_sec = config.auto_threshold;
+  options.policy.to_events_calls_per_sec = config.auto_threshold / 4;
+  return options;
+}
+
+ReportGroups report_groups(const Config& config, std::span<const AttachedSite> traced,
+                           uint32_t num_functions) {
+  ReportGroups result;
+  result.group_of_function.assign(num_functions, kNoGroup);
+  for (const auto& site : traced) {
+    if (config.merge && !result.groups.empty()) {
+      result.group_of_function[site.fn_id] = 0;
+      continue;
+    }
+    result.group_of_function[site.fn_id] = static_cast<uint32_t>(result.groups.size());
+    result.groups.push_back({site.symbol, site.binary, config.pid.value_or(0)});
+  }
+  if (config.merge && traced.size() > 1) {
+    result.groups[0].symbol =
+        fmt::format("{} functions matching {}", traced.size(), config.targets[0]);
+  }
+  return result;
+}
+
+std::string links_line(size_t link_count, AttachMethod method) {
+  return fmt::format("{} links ({})", link_count,
+                     method == AttachMethod::kUprobeMulti
+                         ? "uprobe_multi: one per file and probe kind"
+                         : "perf-event uprobes: one per probe");
+}
+
+std::string attached_line(const AttachedSite& site) {
+  return fmt::format(
+      "{}: entry probe at {}:0x{:x}{}; exit: {}", site.symbol, site.binary, site.offset,
+      site.entry_description.empty() ? std::string() : " (" + site.entry_description + ")",
+      site.exit_description);
+}
+
+std::string dropped_line(std::span<const DroppedFunction> dropped) {
+  if (dropped.empty()) return {};
+  std::string names;
+  for (size_t i = 0; i < dropped.size() && i < 5; i++) {
+    names += (i ? ", " : "") + dropped[i].symbol;
+  }
+  if (dropped.size() > 5) names += fmt::format(" and {} more", dropped.size() - 5);
+  return fmt::format("skipping {} function{} that cannot be probed (-v says why): {}",
+                     dropped.size(), dropped.size() == 1 ? "" : "s", names);
+}
+
+namespace {
+
+std::string describe_waiting(std::span<const TargetSpec> waiting) {
+  std::string names;
+  for (const auto& spec : waiting) {
+    names += (names.empty() ? "" : ", ") + spec.binary + ":" + spec.function;
+  }
+  return names;
+}
+
+std::string describe_targets(std::span<const AttachedSite> sites) {
+  if (sites.size() == 1) return fmt::format("\"{}\"", sites[0].symbol);
+  return fmt::format("\"{}\" and {} more", sites[0].symbol, sites.size() - 1);
+}
+
+const char* mode_statement(ModeChoice mode) {
+  switch (mode) {
+    case ModeChoice::kEvents:
+      return "mode events: one ring buffer record per call";
+    case ModeChoice::kKernel:
+      return "mode kernel: histograms aggregated in the kernel";
+    case ModeChoice::kAuto:
+      break;
+  }
+  return "mode auto: one ring buffer record per call; a function above the auto threshold "
+         "switches to in-kernel aggregation";
+}
+
+}  // namespace
+
+std::string start_banner(const Config& config, std::span<const AttachedSite> traced,
+                         std::span<const TargetSpec> pending) {
+  const int pid = config.pid.value_or(0);
+  if (traced.empty()) {
+    return fmt::format(
+        "Waiting for process {} to load the library of {} ({})... Hit Ctrl-C to end.\n", pid,
+        describe_waiting(pending), mode_statement(config.mode));
+  }
+  std::string waiting;
+  if (!pending.empty()) {
+    waiting = fmt::format("; waiting for process {} to load the library of {}", pid,
+                          describe_waiting(pending));
+  }
+  return fmt::format("Tracing {} function{} for {}{} ({})... Hit Ctrl-C to end.\n", traced.size(),
+                     traced.size() == 1 ? "" : "s", describe_targets(traced), waiting,
+                     mode_statement(config.mode));
+}
+
+std::string never_loaded_line(int pid, std::span<const TargetSpec> pending) {
+  return fmt::format("process {} never loaded the library of {}", pid, describe_waiting(pending));
+}
+
+std::string format_listing(std::span<const ListedFunction> listed,
+                           std::span<const std::optional<ProbePlan>> plans) {
+  // The BINARY column is as wide as its longest path, so ENTRY lines up.
+  size_t binary_width = std::string_view("BINARY").size();
+  for (const auto& function : listed) binary_width = std::max(binary_width, function.binary.size());
+  std::string text = fmt::format("{:<40} {:<18} {:>8}  {:<{}}  {}\n", "FUNCTION", "ADDRESS", "SIZE",
+                                 "BINARY", binary_width, "ENTRY");
+  for (size_t i = 0; i < listed.size(); i++) {
+    const ListedFunction& function = listed[i];
+    const ProbePlan* plan = i < plans.size() && plans[i] ? &*plans[i] : nullptr;
+    std::string refused = plan ? plan->refused : function.refused_reason;
+    if (!plan && refused.empty()) refused = "not planned";
+    std::string entry =
+        refused.empty() ? fmt::format("+{}", plan->entry_skip) : "(not probed: " + refused + ")";
+    text += fmt::format("{:<40} 0x{:016x} {:>8}  {:<{}}  {}\n", function.symbol, function.address,
+                        function.size, function.binary, binary_width, entry);
+  }
+  return text;
+}
+
+}  // namespace funclatency

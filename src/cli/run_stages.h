@@ -1,0 +1,85 @@
+// The pure stages of a run: what main.cpp's run() computes from the Config
+// and from what the stages before it returned (targets, plans, attached
+// sites), and the text it shows. No I/O, so each is tested alone.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/config.h"
+#include "collect/aggregator.h"
+#include "collect/calibration.h"
+#include "collect/trace_session.h"
+#include "common/error.h"
+#include "probe/bpf_object.h"
+#include "probe/library_watch.h"
+#include "probe/probe_plan.h"
+#include "probe/uprobe_links.h"
+#include "symbols/elf_symbol_resolver.h"
+#include "symbols/probe_site.h"
+
+namespace funclatency {
+
+// What the TARGETs name, planned: sites[i] is probed as plans[i] says, with
+// function id i. With -p and --wait-for-library, `waiting` holds the TARGETs
+// whose library the process has yet to load.
+struct PlannedTargets {
+  std::vector<ProbeSite> sites;
+  std::vector<ProbePlan> plans;
+  std::vector<TargetSpec> waiting;
+};
+
+// The TARGET arguments parsed; one that names no binary needs -p.
+Result<std::vector<TargetSpec>> parse_targets(const Config& config);
+ResolveOptions resolve_options(const Config& config);
+
+// --cpu-split accounts time per thread; a goroutine moves between threads,
+// so the split is refused for Go functions, naming the first.
+Result<void> refuse_cpu_split_for_go(const Config& config, std::span<const ProbeSite> sites);
+
+// The BPF object's settings: sizes (with room for functions of libraries
+// loaded later), unit, starting mode, and each function's flags and probe
+// cost to subtract.
+LoadOptions load_options(const Config& config, const PlannedTargets& targets,
+                         const std::optional<Calibration>& calibration);
+// How the library watch attaches the functions of libraries loaded later.
+WatchOptions watch_options(const Config& config, const LoadOptions& load, AttachMethod method,
+                           uint32_t first_free_fn_id, std::optional<Calibration> calibration);
+// (binary, file offset) of each site, which a later library must not probe again.
+std::set<std::pair<std::string, uint64_t>> site_keys(std::span<const ProbeSite> sites);
+// The session's settings that come from the command line alone.
+SessionOptions session_options(const Config& config);
+
+// A group per traced function (one for all with --merge); function ids with
+// no traced site report nowhere.
+struct ReportGroups {
+  std::vector<ReportGroup> groups;
+  std::vector<uint32_t> group_of_function;
+};
+ReportGroups report_groups(const Config& config, std::span<const AttachedSite> traced,
+                           uint32_t num_functions);
+
+// -v: how the probes were attached, and where one function's went.
+std::string links_line(size_t link_count, AttachMethod method);
+std::string attached_line(const AttachedSite& site);
+// The note on functions the kernel or the planner refused; empty when none was.
+std::string dropped_line(std::span<const DroppedFunction> dropped);
+
+// The line that starts the run ("Tracing 2 functions for ...") and the one
+// that ends it when a library never came.
+std::string start_banner(const Config& config, std::span<const AttachedSite> traced,
+                         std::span<const TargetSpec> pending);
+std::string never_loaded_line(int pid, std::span<const TargetSpec> pending);
+
+// -l: every function the TARGETs match, with the entry offset the planner
+// chose; plans[i] is listed[i]'s plan, or empty for a function the resolver
+// refused.
+std::string format_listing(std::span<const ListedFunction> listed,
+                           std::span<const std::optional<ProbePlan>> plans);
+
+}  // namespace funclatency

@@ -1,0 +1,146 @@
+// HTTP Basic authentication (RFC 7617) against bcrypt hashes, as
+// exporter-toolkit checks basic_auth_users, with bcrypt on a worker thread.
+#include "output/prometheus/basic_auth.h"
+
+#include <crypt.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include <array>
+#include <cctype>
+#include <memory>
+
+namespace funclatency {
+
+namespace {
+
+// Remembered verdicts at most, each way; then that memory starts over.
+constexpr size_t kMaxRemembered = 256;
+// Checks waiting for the worker; more are answered kBusy.
+constexpr size_t kMaxQueued = 8;
+
+std::string digest_of(std::string_view text) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest.data());
+  return std::string(reinterpret_cast<const char*>(digest.data()), digest.size());
+}
+
+bool bcrypt_matches(const std::string& password, const std::string& hash) {
+  auto data = std::make_unique<crypt_data>();
+  const char* computed = crypt_r(password.c_str(), hash.c_str(), data.get());
+  if (!computed || computed[0] == '*') return false;
+  std::string_view result(computed);
+  return result.size() == hash.size() &&
+         CRYPTO_memcmp(result.data(), hash.data(), hash.size()) == 0;
+}
+
+}  // namespace
+
+bool decode_base64(std::string_view text, std::string& decoded) {
+  decoded.clear();
+  uint32_t bits = 0;
+  int held = 0;
+  size_t padding = 0;
+  for (char c : text) {
+    int value;
+    if (c >= 'A' && c <= 'Z')
+      value = c - 'A';
+    else if (c >= 'a' && c <= 'z')
+      value = c - 'a' + 26;
+    else if (c >= '0' && c <= '9')
+      value = c - '0' + 52;
+    else if (c == '+')
+      value = 62;
+    else if (c == '/')
+      value = 63;
+    else if (c == '=') {
+      padding++;
+      continue;
+    } else {
+      return false;
+    }
+    if (padding > 0) return false;  // data after padding
+    bits = (bits << 6) | static_cast<uint32_t>(value);
+    held += 6;
+    if (held >= 8) {
+      held -= 8;
+      decoded.push_back(static_cast<char>((bits >> held) & 0xff));
+    }
+  }
+  return padding <= 2 && (text.size() % 4 == 0 || padding == 0) && held < 6;
+}
+
+BasicAuth::BasicAuth(std::map<std::string, std::string, std::less<>> users,
+                     std::function<void()> on_checked)
+    : users_(std::move(users)), on_checked_(std::move(on_checked)) {}
+
+BasicAuth::~BasicAuth() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+AuthVerdict BasicAuth::check(std::string_view authorization) {
+  if (users_.empty()) return AuthVerdict::kAllowed;
+  constexpr std::string_view kScheme = "Basic ";
+  if (authorization.size() < kScheme.size()) return AuthVerdict::kRefused;
+  for (size_t i = 0; i < kScheme.size(); i++) {  // the scheme is case-insensitive
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) !=
+        std::tolower(static_cast<unsigned char>(kScheme[i]))) {
+      return AuthVerdict::kRefused;
+    }
+  }
+  std::string credentials;
+  if (!decode_base64(authorization.substr(kScheme.size()), credentials)) {
+    return AuthVerdict::kRefused;
+  }
+  size_t colon = credentials.find(':');
+  if (colon == std::string::npos) return AuthVerdict::kRefused;
+  auto user = users_.find(std::string_view(credentials).substr(0, colon));
+  if (user == users_.end()) return AuthVerdict::kRefused;
+  std::string digest = digest_of(credentials);
+  std::lock_guard lock(mutex_);
+  if (verified_.contains(digest)) return AuthVerdict::kAllowed;
+  if (refused_.contains(digest)) return AuthVerdict::kRefused;
+  if (queued_.contains(digest)) return AuthVerdict::kPending;
+  if (jobs_.size() >= kMaxQueued) return AuthVerdict::kBusy;
+  queued_.insert(digest);
+  jobs_.push_back({std::move(digest), credentials.substr(colon + 1), user->second});
+  if (!worker_.joinable()) {
+    try {
+      worker_ = std::thread([this] { work(); });
+    } catch (const std::system_error&) {
+      jobs_.pop_back();
+      return AuthVerdict::kBusy;
+    }
+  }
+  wake_.notify_one();
+  return AuthVerdict::kPending;
+}
+
+void BasicAuth::work() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    if (stopping_) return;
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    bool matches = bcrypt_matches(job.password, job.hash);
+    lock.lock();
+    std::set<std::string>& verdicts = matches ? verified_ : refused_;
+    if (verdicts.size() >= kMaxRemembered) verdicts.clear();
+    verdicts.insert(job.digest);
+    queued_.erase(job.digest);
+    if (on_checked_) {
+      lock.unlock();
+      on_checked_();
+      lock.lock();
+    }
+  }
+}
+
+}  // namespace funclatency

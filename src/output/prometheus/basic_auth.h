@@ -1,0 +1,61 @@
+// basic_auth_users of a web-config: checks a request's
+// "Authorization: Basic ..." against bcrypt hashes (libcrypt). bcrypt is
+// slow on purpose (tens of ms), so it runs on a worker thread of its own,
+// never on the server's: a client guessing passwords cannot hold up a
+// scrape. A verified user and password is remembered (as a SHA-256 digest,
+// never in clear), so a scraper pays bcrypt once.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace funclatency {
+
+enum class AuthVerdict {
+  kAllowed,
+  kRefused,
+  kPending,  // being checked: ask again (on_checked says when)
+  kBusy,     // too many checks queued: try later
+};
+
+class BasicAuth {
+ public:
+  // `on_checked` is called on the worker thread after each check finishes.
+  explicit BasicAuth(std::map<std::string, std::string, std::less<>> users,
+                     std::function<void()> on_checked = {});
+  ~BasicAuth();
+  BasicAuth(const BasicAuth&) = delete;
+  BasicAuth& operator=(const BasicAuth&) = delete;
+
+  bool enabled() const { return !users_.empty(); }
+  // The verdict on `authorization` (the header's value); allowed when no
+  // users are configured. Never waits for bcrypt.
+  AuthVerdict check(std::string_view authorization);
+
+ private:
+  struct Job {
+    std::string digest, password, hash;
+  };
+  void work();
+
+  const std::map<std::string, std::string, std::less<>> users_;  // user -> bcrypt hash
+  std::function<void()> on_checked_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::set<std::string> verified_, refused_, queued_;  // digests of user:password
+  std::deque<Job> jobs_;
+  bool stopping_ = false;
+  std::thread worker_;  // started with the first job
+};
+
+// Standard base64 (padding optional); false on any other character.
+bool decode_base64(std::string_view text, std::string& decoded);
+
+}  // namespace funclatency

@@ -1,0 +1,575 @@
+// One thread polls the listening socket and every connection; nothing a
+// client does blocks it, and every connection has a deadline, so a scrape is
+// answered whatever the other clients do (see http_server.h for the bounds).
+#include "output/prometheus/http_server.h"
+
+#include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <thread>
+
+#include "common/unique_fd.h"
+#include "output/prometheus/tls_server.h"
+
+namespace funclatency {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Reads per readable event before other connections get their turn.
+constexpr size_t kReadChunk = 16 * 1024;
+constexpr int kReadsPerTurn = 4;
+// Accepts per loop turn, so established connections are served in between.
+constexpr int kAcceptsPerTurn = 64;
+
+struct SslFree {
+  void operator()(SSL* ssl) const { SSL_free(ssl); }
+};
+
+enum class Phase {
+  kHandshake,  // TLS handshake under way
+  kIdle,       // waiting for a request, no byte of it received
+  kHead,       // part of a request head received
+  kBody,       // discarding the body of a request whose head was complete
+  kWriting,    // sending the answer
+};
+
+enum class Io { kProgress, kBlocked, kClosed };
+
+struct Connection {
+  UniqueFd fd;
+  std::unique_ptr<SSL, SslFree> ssl;
+  Phase phase = Phase::kIdle;
+  Clock::time_point since;     // the phase's start: the oldest goes first when full
+  Clock::time_point deadline;  // closed when it passes
+  bool received_any = false;   // has sent a byte in this phase (TLS: stepped the handshake)
+  bool want_write = false;     // the socket must become writable to go on (TLS may ask)
+  bool closed = false;
+  std::string in;  // received, not yet consumed
+  HttpRequest request;
+  size_t body_left = 0;
+  std::string out_head;
+  std::shared_ptr<const std::string> out_body;
+  size_t written = 0;
+  bool close_after = false;
+};
+
+std::string format_head(const HttpResponse& response, size_t body_size, bool close,
+                        const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::string head = "HTTP/1.1 " + std::to_string(response.status) + " ";
+  head += reason_phrase(response.status);
+  head += "\r\nContent-Type: " + response.content_type;
+  head += "\r\nContent-Length: " + std::to_string(body_size);
+  for (const auto& [name, value] : extra) head += "\r\n" + name + ": " + value;
+  for (const auto& [name, value] : response.headers) head += "\r\n" + name + ": " + value;
+  head += close ? "\r\nConnection: close\r\n\r\n" : "\r\n\r\n";
+  return head;
+}
+
+// The kernel's verdict on the address, then a socket bound and listening.
+Result<UniqueFd> listen_on(const ListenAddress& address, std::string_view option, int backlog) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  int status =
+      getaddrinfo(address.host.c_str(), std::to_string(address.port).c_str(), &hints, &found);
+  if (status != 0) {
+    return bad_input(
+        std::string(option) + ": cannot resolve \"" + address.host + "\": " + gai_strerror(status),
+        "give a local IP address such as 127.0.0.1 or 0.0.0.0");
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owned(found, &freeaddrinfo);
+  int reason = 0;
+  for (addrinfo* candidate = found; candidate; candidate = candidate->ai_next) {
+    UniqueFd fd(socket(candidate->ai_family, candidate->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                       candidate->ai_protocol));
+    if (!fd) {
+      reason = errno;
+      continue;
+    }
+    // SO_REUSEADDR alone (no SO_REUSEPORT) still refuses a port another
+    // process listens on, while allowing a restart over TIME_WAIT.
+    int yes = 1;
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (bind(fd.get(), candidate->ai_addr, candidate->ai_addrlen) == 0 &&
+        listen(fd.get(), backlog) == 0) {
+      return fd;
+    }
+    reason = errno;
+  }
+  std::string hint = reason == EADDRINUSE ? "another process listens there; pick another port"
+                     : reason == EADDRNOTAVAIL
+                         ? "the address is not one of this host's; try 127.0.0.1 or 0.0.0.0"
+                     : reason == EACCES ? "ports below 1024 need CAP_NET_BIND_SERVICE"
+                                        : "";
+  return bad_input(std::string(option) + ": cannot listen on " + address.to_string(), hint, reason);
+}
+
+uint16_t bound_port(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return 0;
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
+  }
+  return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+}
+
+}  // namespace
+
+std::string_view reason_phrase(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
+  }
+}
+
+struct HttpServer::Loop {
+  HttpServerOptions options;
+  HttpHandler handler;
+  UniqueFd listener;
+  UniqueFd wake;  // an eventfd: stop() writes it
+  uint16_t port = 0;
+  std::vector<std::unique_ptr<Connection>> connections;
+  std::thread thread;
+  std::atomic<bool> stopping = false;
+  std::atomic<uint64_t> accepted = 0, evicted = 0, timed_out = 0, rejected = 0, answered = 0;
+
+  void run();
+  void accept_some(Clock::time_point now);
+  void evict_one();
+  void service(Connection& connection, short revents, Clock::time_point now);
+  void expire(Clock::time_point now);
+  int poll_timeout(Clock::time_point now) const;
+
+  Io handshake(Connection& connection);
+  Io read_some(Connection& connection, Clock::time_point now);
+  Io write_some(Connection& connection);
+  void process_input(Connection& connection, Clock::time_point now);
+  void respond(Connection& connection, HttpResponse response, bool close, bool head_only,
+               Clock::time_point now);
+  void reject(Connection& connection, int status, std::string_view problem, Clock::time_point now);
+  void finish_write(Connection& connection, Clock::time_point now);
+  void enter(Connection& connection, Phase phase, Clock::time_point deadline,
+             Clock::time_point now);
+};
+
+void HttpServer::Loop::enter(Connection& connection, Phase phase, Clock::time_point deadline,
+                             Clock::time_point now) {
+  connection.phase = phase;
+  connection.since = now;
+  connection.deadline = deadline;
+  connection.received_any = false;
+}
+
+void HttpServer::Loop::run() {
+  std::vector<pollfd> fds;
+  while (!stopping) {
+    Clock::time_point now = Clock::now();
+    expire(now);
+    fds.clear();
+    fds.push_back({wake.get(), POLLIN, 0});
+    fds.push_back({listener.get(), POLLIN, 0});
+    for (const auto& connection : connections) {
+      short events = connection->phase == Phase::kWriting ? POLLOUT : POLLIN;
+      if (connection->ssl) events = connection->want_write ? POLLOUT : POLLIN;
+      fds.push_back({connection->fd.get(), events, 0});
+    }
+    int ready = poll(fds.data(), fds.size(), poll_timeout(now));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    if (fds[0].revents) break;
+    now = Clock::now();
+    // Connections first, by index: accepting appends to the vector.
+    size_t polled = connections.size();
+    for (size_t i = 0; i < polled; i++) {
+      if (fds[i + 2].revents) service(*connections[i], fds[i + 2].revents, now);
+    }
+    std::erase_if(connections, [](const auto& connection) { return connection->closed; });
+    if (fds[1].revents & POLLIN) accept_some(now);
+  }
+  connections.clear();
+}
+
+int HttpServer::Loop::poll_timeout(Clock::time_point now) const {
+  auto soonest = now + std::chrono::seconds(1);
+  for (const auto& connection : connections) soonest = std::min(soonest, connection->deadline);
+  auto wait = std::chrono::ceil<std::chrono::milliseconds>(soonest - now).count();
+  return static_cast<int>(std::clamp<int64_t>(wait, 0, 1000));
+}
+
+void HttpServer::Loop::expire(Clock::time_point now) {
+  for (auto& connection : connections) {
+    if (connection->deadline > now) continue;
+    timed_out++;
+    if (!connection->ssl && connection->phase == Phase::kHead) {
+      // Best effort: the client learns why, if its socket has room.
+      std::string answer =
+          format_head({408, "text/plain; charset=utf-8", nullptr, {}}, 0, true, options.headers);
+      [[maybe_unused]] auto sent =
+          send(connection->fd.get(), answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    connection->closed = true;
+  }
+  std::erase_if(connections, [](const auto& connection) { return connection->closed; });
+}
+
+// Full: the connection doing the least goes. Idle kept-alive ones first, then
+// those that have sent nothing, then half-sent requests, then slow readers;
+// the oldest first within each.
+void HttpServer::Loop::evict_one() {
+  auto rank = [](const Connection& connection) {
+    switch (connection.phase) {
+      case Phase::kIdle:
+        return connection.received_any ? 2 : 0;
+      case Phase::kHandshake:
+        return connection.received_any ? 2 : 1;
+      case Phase::kHead:
+      case Phase::kBody:
+        return 2;
+      case Phase::kWriting:
+        return 3;
+    }
+    return 3;
+  };
+  auto victim =
+      std::min_element(connections.begin(), connections.end(), [&](const auto& a, const auto& b) {
+        int rank_a = rank(*a), rank_b = rank(*b);
+        if (rank_a != rank_b) return rank_a < rank_b;
+        return a->since < b->since;
+      });
+  if (victim == connections.end()) return;
+  evicted++;
+  connections.erase(victim);
+}
+
+void HttpServer::Loop::accept_some(Clock::time_point now) {
+  for (int i = 0; i < kAcceptsPerTurn && !stopping; i++) {
+    UniqueFd fd(accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) return;  // EAGAIN, or out of descriptors: the rest wait in the backlog
+    accepted++;
+    if (connections.size() >= options.limits.max_connections) evict_one();
+    auto connection = std::make_unique<Connection>();
+    connection->fd = std::move(fd);
+    Phase phase = Phase::kIdle;
+    if (options.tls) {
+      connection->ssl.reset(SSL_new(options.tls->native()));
+      if (!connection->ssl || SSL_set_fd(connection->ssl.get(), connection->fd.get()) != 1) {
+        ERR_clear_error();
+        continue;
+      }
+      SSL_set_mode(connection->ssl.get(),
+                   SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+      phase = Phase::kHandshake;
+    }
+    enter(*connection, phase, now + options.limits.request_timeout, now);
+    connections.push_back(std::move(connection));
+    // A scraper sends its request right after connecting: read it now, so
+    // it is no longer a connection that has sent nothing.
+    service(*connections.back(), POLLIN, now);
+    if (connections.back()->closed) connections.pop_back();
+  }
+}
+
+void HttpServer::Loop::service(Connection& connection, short revents, Clock::time_point now) {
+  if ((revents & (POLLERR | POLLNVAL)) && !(revents & POLLIN)) {
+    connection.closed = true;
+    return;
+  }
+  if (connection.phase == Phase::kHandshake) {
+    Io step = handshake(connection);
+    if (step == Io::kClosed) {
+      connection.closed = true;
+      return;
+    }
+    if (step == Io::kBlocked) return;
+    enter(connection, Phase::kIdle, now + options.limits.request_timeout, now);
+    connection.received_any = true;
+  }
+  if (connection.phase == Phase::kWriting) {
+    if (write_some(connection) == Io::kClosed) {
+      connection.closed = true;
+      return;
+    }
+    if (connection.phase == Phase::kWriting) return;
+    finish_write(connection, now);
+    if (connection.closed) return;
+  }
+  Io read = read_some(connection, now);
+  process_input(connection, now);
+  if (read == Io::kClosed && connection.phase != Phase::kWriting) connection.closed = true;
+}
+
+Io HttpServer::Loop::handshake(Connection& connection) {
+  ERR_clear_error();
+  int done = SSL_accept(connection.ssl.get());
+  if (done == 1) {
+    connection.want_write = false;
+    return Io::kProgress;
+  }
+  connection.received_any = true;
+  switch (SSL_get_error(connection.ssl.get(), done)) {
+    case SSL_ERROR_WANT_READ:
+      connection.want_write = false;
+      return Io::kBlocked;
+    case SSL_ERROR_WANT_WRITE:
+      connection.want_write = true;
+      return Io::kBlocked;
+    default:
+      rejected++;
+      ERR_clear_error();
+      return Io::kClosed;
+  }
+}
+
+Io HttpServer::Loop::read_some(Connection& connection, Clock::time_point now) {
+  if (connection.phase == Phase::kWriting) return Io::kBlocked;
+  char buffer[kReadChunk];
+  for (int round = 0; round < kReadsPerTurn; round++) {
+    ssize_t got = 0;
+    if (connection.ssl) {
+      ERR_clear_error();
+      int n = SSL_read(connection.ssl.get(), buffer, sizeof buffer);
+      if (n <= 0) {
+        int error = SSL_get_error(connection.ssl.get(), n);
+        if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+          connection.want_write = error == SSL_ERROR_WANT_WRITE;
+          return Io::kBlocked;
+        }
+        ERR_clear_error();
+        return Io::kClosed;
+      }
+      connection.want_write = false;
+      got = n;
+    } else {
+      got = recv(connection.fd.get(), buffer, sizeof buffer, 0);
+      if (got < 0) return errno == EAGAIN || errno == EINTR ? Io::kBlocked : Io::kClosed;
+      if (got == 0) return Io::kClosed;
+    }
+    if (connection.phase == Phase::kIdle && connection.in.empty()) {
+      // The request's own deadline runs from its first byte.
+      enter(connection, Phase::kHead, now + options.limits.request_timeout, now);
+    }
+    connection.received_any = true;
+    connection.in.append(buffer, static_cast<size_t>(got));
+    // Stop reading once the head cannot fit anyway; process_input says 431.
+    if (connection.phase != Phase::kBody && connection.in.size() > options.limits.max_head_bytes) {
+      return Io::kProgress;
+    }
+  }
+  return Io::kProgress;
+}
+
+void HttpServer::Loop::process_input(Connection& connection, Clock::time_point now) {
+  while (!connection.closed && connection.phase != Phase::kWriting) {
+    if (connection.phase == Phase::kBody) {
+      size_t discard = std::min(connection.body_left, connection.in.size());
+      connection.body_left -= discard;
+      connection.in.erase(0, discard);
+      if (connection.body_left > 0) return;
+      const HttpRequest& request = connection.request;
+      bool head_only = request.method == "HEAD";
+      HttpResponse response;
+      if (request.method != "GET" && request.method != "HEAD") {
+        response = {405,
+                    "text/plain; charset=utf-8",
+                    std::make_shared<const std::string>("Method Not Allowed\n"),
+                    {{"Allow", "GET, HEAD"}}};
+      } else {
+        try {
+          response = handler(request);
+        } catch (const std::exception& failure) {
+          response = {500,
+                      "text/plain; charset=utf-8",
+                      std::make_shared<const std::string>(failure.what() + std::string("\n")),
+                      {}};
+        }
+      }
+      respond(connection, std::move(response), !request.keep_alive(), head_only, now);
+      continue;
+    }
+    if (connection.in.empty()) return;
+    ParsedHead parsed = parse_request_head(connection.in, options.limits.max_head_bytes);
+    if (parsed.status == HeadStatus::kIncomplete) {
+      if (connection.phase == Phase::kIdle) {
+        enter(connection, Phase::kHead, now + options.limits.request_timeout, now);
+      }
+      return;
+    }
+    if (parsed.status == HeadStatus::kRejected) {
+      reject(connection, parsed.http_status, parsed.problem, now);
+      return;
+    }
+    if (parsed.request.content_length > options.limits.max_body_bytes) {
+      reject(connection, 413, "request body too large", now);
+      return;
+    }
+    connection.in.erase(0, parsed.request.head_size);
+    connection.body_left = parsed.request.content_length;
+    connection.request = std::move(parsed.request);
+    connection.phase = Phase::kBody;
+  }
+}
+
+void HttpServer::Loop::reject(Connection& connection, int status, std::string_view problem,
+                              Clock::time_point now) {
+  rejected++;
+  connection.in.clear();
+  respond(connection,
+          {status,
+           "text/plain; charset=utf-8",
+           std::make_shared<const std::string>(std::string(problem) + "\n"),
+           {}},
+          true, false, now);
+}
+
+void HttpServer::Loop::respond(Connection& connection, HttpResponse response, bool close,
+                               bool head_only, Clock::time_point now) {
+  if (!response.body) response.body = std::make_shared<const std::string>();
+  connection.out_head = format_head(response, response.body->size(), close, options.headers);
+  connection.out_body = head_only ? nullptr : std::move(response.body);
+  connection.written = 0;
+  connection.close_after = close;
+  enter(connection, Phase::kWriting, now + options.limits.write_timeout, now);
+  if (write_some(connection) == Io::kClosed) {
+    connection.closed = true;
+    return;
+  }
+  if (connection.phase != Phase::kWriting) finish_write(connection, now);
+}
+
+Io HttpServer::Loop::write_some(Connection& connection) {
+  size_t body_size = connection.out_body ? connection.out_body->size() : 0;
+  size_t total = connection.out_head.size() + body_size;
+  while (connection.written < total) {
+    const char* data;
+    size_t length;
+    if (connection.written < connection.out_head.size()) {
+      data = connection.out_head.data() + connection.written;
+      length = connection.out_head.size() - connection.written;
+    } else {
+      size_t offset = connection.written - connection.out_head.size();
+      data = connection.out_body->data() + offset;
+      length = body_size - offset;
+    }
+    ssize_t sent = 0;
+    if (connection.ssl) {
+      ERR_clear_error();
+      int n = SSL_write(connection.ssl.get(), data,
+                        static_cast<int>(std::min<size_t>(length, INT_MAX)));
+      if (n <= 0) {
+        int error = SSL_get_error(connection.ssl.get(), n);
+        if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+          connection.want_write = error == SSL_ERROR_WANT_WRITE;
+          return Io::kBlocked;
+        }
+        ERR_clear_error();
+        return Io::kClosed;
+      }
+      sent = n;
+    } else {
+      sent = send(connection.fd.get(), data, length, MSG_NOSIGNAL);
+      if (sent < 0) return errno == EAGAIN || errno == EINTR ? Io::kBlocked : Io::kClosed;
+    }
+    connection.written += static_cast<size_t>(sent);
+  }
+  connection.want_write = false;
+  connection.out_body.reset();
+  connection.out_head.clear();
+  answered++;
+  connection.phase = Phase::kIdle;  // finish_write picks the next phase
+  return Io::kProgress;
+}
+
+void HttpServer::Loop::finish_write(Connection& connection, Clock::time_point now) {
+  if (connection.close_after) {
+    if (connection.ssl) SSL_shutdown(connection.ssl.get());  // best effort close_notify
+    shutdown(connection.fd.get(), SHUT_WR);
+    connection.closed = true;
+    return;
+  }
+  enter(connection, Phase::kIdle, now + options.limits.idle_timeout, now);
+  // A pipelined request may already be here.
+  process_input(connection, now);
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
+                                                      std::string_view option,
+                                                      HttpServerOptions options,
+                                                      HttpHandler handler) {
+  auto listener = listen_on(address, option, options.limits.listen_backlog);
+  if (!listener) return std::unexpected(listener.error());
+  auto loop = std::make_unique<Loop>();
+  loop->options = std::move(options);
+  loop->handler = std::move(handler);
+  loop->listener = std::move(*listener);
+  loop->port = bound_port(loop->listener.get());
+  loop->wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!loop->wake) return runtime_error("create the HTTP server's wake-up eventfd", errno);
+  try {
+    loop->thread = std::thread([state = loop.get()] { state->run(); });
+  } catch (const std::system_error& failure) {
+    return runtime_error("start the HTTP server thread", failure.code().value());
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(loop)));
+}
+
+HttpServer::HttpServer(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
+
+HttpServer::~HttpServer() {
+  stop();
+}
+
+void HttpServer::stop() {
+  if (!loop_->thread.joinable()) return;
+  loop_->stopping = true;
+  uint64_t one = 1;
+  [[maybe_unused]] auto written = write(loop_->wake.get(), &one, sizeof one);
+  loop_->thread.join();
+  loop_->listener.reset();
+}
+
+uint16_t HttpServer::port() const {
+  return loop_->port;
+}
+
+HttpServer::Counters HttpServer::counters() const {
+  return {loop_->accepted, loop_->evicted, loop_->timed_out, loop_->rejected, loop_->answered};
+}
+
+}  // namespace funclatency

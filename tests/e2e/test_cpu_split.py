@@ -1,0 +1,127 @@
+"""--cpu-split: each call's on-CPU, runnable and blocked time, against what a
+workload measured of its own calls (thread CPU time, the sleep it asked for
+and the sleep it measured), alone and with busy threads on its CPU."""
+
+import json
+
+import pytest
+
+from conftest import rows_from_json, totals_by_symbol, trace_workload, usec_row
+
+pytestmark = pytest.mark.bpf
+MODES = ["events", "kernel"]
+CALLS = 30
+# Interrupts handled while the workload burns count in neither its CPU clock
+# nor the tool's runnable time: a bound on them per call.
+IRQ_SLACK_NS = 200_000
+
+
+def rows_list(rows: dict) -> list:
+    """[row, row, ...], one per call, sorted, from {row: count}."""
+    return sorted(row for row, count in rows.items() for _ in range(count))
+
+
+def rows_within_one(tool_rows: dict, truth_rows: list, what: str, unknown: int = 0):
+    """Each call's row is within one log2 row of the truth's; `unknown` calls
+    (split unknown) are missing from the tool's rows. Both sorted, pairing in
+    order (skipping a truth row only where no tool row can match it) is the
+    best match for a distance bound."""
+    tool = rows_list(tool_rows)
+    truth = sorted(truth_rows)
+    assert len(tool) + unknown == len(truth), (
+        f"{what}: tool has {len(tool)} calls + {unknown} unknown, truth {len(truth)}")
+    skipped, far, i = 0, [], 0
+    for row in tool:
+        while row - truth[i] > 1 and skipped < unknown:
+            i, skipped = i + 1, skipped + 1
+        if abs(row - truth[i]) > 1:
+            far.append((row, truth[i]))
+        i += 1
+    assert not far, f"{what}: (tool row, truth row) pairs more than a row apart: {far}"
+
+
+def parts_of(record: dict) -> str:
+    return "; ".join(f"{part} rows {rows_from_json(record[part])}"
+                     for part in ("oncpu", "runnable", "blocked"))
+
+
+def split_samples(truth_path) -> dict:
+    return json.loads((truth_path.parent / (truth_path.name + ".split")).read_text())
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
+    program = workload("cpu_split")
+    work = procs.start_workload(program, ["--calls", str(CALLS)])
+    traced = procs.start_tool(tool, ["--json", "--cpu-split", "--mode", mode, "-p", work.pid,
+                                     f"{program}:split_alone", f"{program}:split_contended"])
+    work.start()
+    truth = work.finish()
+    assert traced.wait(30) == 0, traced.describe()
+    totals = totals_by_symbol(traced.text("stdout"))
+    samples = split_samples(work.truth_path)
+
+    for symbol in ("split_alone", "split_contended"):
+        record = totals[symbol]
+        calls = samples[symbol]
+        assert record["count"] == truth.function(symbol)["returned"] == len(calls) == CALLS
+        # Now and then a context switch misses the sched_switch program; the
+        # tool then says the call's split is unknown rather than guess.
+        unknown = record["split_unknown"]
+        assert unknown <= CALLS // 10, f"{symbol}: {unknown} calls with an unknown split"
+        for part in ("oncpu", "runnable", "blocked"):
+            assert record[part]["count"] == CALLS - unknown, f"{symbol} {part}: {record[part]}"
+        # wall = on-CPU + runnable + blocked, per call, so the sums add up
+        # (exactly, when every call's split is known).
+        parts_sum = sum(record[part]["sum_ns"] for part in ("oncpu", "runnable", "blocked"))
+        if unknown == 0:
+            assert abs(parts_sum - record["sum_ns"]) <= CALLS, (symbol, parts_sum, record["sum_ns"])
+        else:
+            assert parts_sum < record["sum_ns"], (symbol, parts_sum, record["sum_ns"])
+        # On-CPU: the thread CPU time the body measured, within a row per call.
+        rows_within_one(rows_from_json(record["oncpu"]),
+                        [usec_row(c["cpu_ns"] // 1000) for c in calls],
+                        f"{symbol} on-CPU; {parts_of(record)}", unknown)
+        # Blocked: at least the sleep asked for, at most the sleep measured
+        # (which also holds the wait for a CPU after the wakeup).
+        blocked = rows_list(rows_from_json(record["blocked"]))
+        low = min(usec_row(c["sleep_asked_ns"] // 1000) for c in calls)
+        high = max(usec_row(c["sleep_ns"] // 1000) for c in calls)
+        assert low - 1 <= blocked[0] and blocked[-1] <= high + 1, (symbol, blocked, low, high)
+        assert record["lost"] == 0, record
+
+        # Runnable: at least the burn's wall time less its CPU time (waiting
+        # for the CPU while burning; less IRQ_SLACK_NS of interrupts, which
+        # the thread's CPU clock leaves out too), at most the call's wall
+        # time less its CPU time and the sleep asked for; within a row of
+        # those per call.
+        runnable = rows_list(rows_from_json(record["runnable"]))
+        least = sorted(
+            usec_row(max(0, c["burn_wall_ns"] - c["burn_cpu_ns"] - IRQ_SLACK_NS) // 1000)
+            for c in calls)
+        most = sorted(usec_row(max(0, c["wall_ns"] - c["cpu_ns"] - c["sleep_asked_ns"]) // 1000)
+                      for c in calls)
+        # Calls with an unknown split are missing: compare with the truth
+        # rows that leave them out in the way most favourable to the tool
+        # (the lowest lower bounds, the highest upper bounds).
+        least, most = least[:len(runnable)], most[len(most) - len(runnable):]
+        too_low = [(t, lo) for t, lo in zip(runnable, least) if t < lo - 1]
+        too_high = [(t, hi) for t, hi in zip(runnable, most) if t > hi + 1]
+        assert not too_low and not too_high, (
+            f"{symbol} runnable rows outside the truth's bounds: {too_low} {too_high}; "
+            f"{parts_of(record)}")
+
+    alone, contended = totals["split_alone"], totals["split_contended"]
+    waited = sum(c["burn_wall_ns"] - c["burn_cpu_ns"] for c in samples["split_contended"])
+    # The program saw the contention; alone on its CPU a call hardly waits.
+    assert waited > 10_000_000, f"the busy threads took only {waited} ns from the burns"
+    assert alone["runnable"]["sum_ns"] < 0.02 * alone["sum_ns"], alone["runnable"]
+    if contended["split_unknown"] == 0:
+        assert 0.8 * waited <= contended["runnable"]["sum_ns"] <= 1.2 * waited + 1_000_000, (
+            waited, contended["runnable"])
+
+
+def test_cpu_split_without_the_flag_adds_nothing(procs, tool, workload):
+    program = workload("cpu_split")
+    totals, _ = trace_workload(procs, tool, program, ["split_alone"], "events", ["--calls", "3"])
+    assert not {"oncpu", "runnable", "blocked"} & set(totals["split_alone"])

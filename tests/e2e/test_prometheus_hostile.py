@@ -1,0 +1,173 @@
+"""The /metrics endpoint under hostile clients: half-open requests, idle
+keep-alive connections, a client sending one header byte a second, a 1 MB
+header and 1,000 connections opened at once, all held while a scraper asks
+for /metrics. Every scrape gets 200 within SCRAPE_BOUND, and funclatency's
+RSS, thread count and open descriptors stay bounded (the server's limits are
+in src/output/prometheus/http_server.h)."""
+
+import os
+import resource
+import socket
+import threading
+import time
+
+import pytest
+
+from conftest import free_port, wait_until
+
+# What a scrape may take while all the attacks run (measured: < 0.02 s).
+SCRAPE_BOUND = 1.0
+# The server keeps at most 128 connections; the rest of the descriptors are
+# the tool's own (BPF objects, links, the binary's files).
+MAX_OPEN_FDS = 128 + 64
+MAX_THREADS = 3
+MAX_RSS_GROWTH_KB = 16 * 1024
+# http_server.h: the whole request within 10 s.
+REQUEST_DEADLINE = 10.0
+
+
+def proc_status(pid):
+    fields = {}
+    for line in open(f"/proc/{pid}/status"):
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return {"rss_kb": int(fields["VmRSS"].split()[0]), "threads": int(fields["Threads"]),
+            "fds": len(os.listdir(f"/proc/{pid}/fd"))}
+
+
+def scrape(port, timeout=3.0):
+    """(status line, seconds) of one GET /metrics on a new connection."""
+    start = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: funclatency\r\nConnection: close\r\n\r\n")
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        status = data.split(b"\r\n", 1)[0].decode(errors="replace")
+    except OSError as error:
+        status = f"no answer: {error!r}"
+    return status, time.monotonic() - start
+
+
+class Attack:
+    """Holds the hostile connections until closed."""
+
+    def __init__(self, port):
+        self.port = port
+        self.sockets = []
+        self.events = {}
+        self.stop = threading.Event()
+
+    def connect(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        self.sockets.append(s)
+        return s
+
+    def half_open(self, count):
+        for _ in range(count):
+            self.connect().sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+
+    def idle_keep_alive(self, count):
+        for _ in range(count):
+            s = self.connect()
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.recv(1 << 20)  # the answer; the connection stays open
+
+    def slow_header(self):
+        """One header byte a second; records when the server cut it off."""
+        s = self.connect()
+        started = time.monotonic()
+
+        def drip():
+            payload = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000
+            for byte in payload:
+                if self.stop.is_set():
+                    return
+                try:
+                    s.send(bytes([byte]))
+                except OSError:
+                    break
+                if self.stop.wait(1.0):
+                    return
+            self.events["slow_cut_after"] = time.monotonic() - started
+
+        threading.Thread(target=drip, daemon=True).start()
+
+    def huge_header(self):
+        s = self.connect()
+
+        def send():
+            try:
+                s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1 << 20) +
+                          b"\r\n\r\n")
+                self.events["huge_answer"] = s.recv(200).split(b"\r\n", 1)[0].decode()
+            except OSError as error:
+                self.events["huge_answer"] = f"cut: {error!r}"
+
+        threading.Thread(target=send, daemon=True).start()
+
+    def flood(self, count):
+        for _ in range(count):
+            self.sockets.append(socket.create_connection(("127.0.0.1", self.port), timeout=5))
+
+    def close(self):
+        self.stop.set()
+        for s in self.sockets:
+            s.close()
+
+
+@pytest.mark.bpf
+def test_scrapes_answer_while_clients_misbehave(procs, tool, target_app):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4096)), hard))
+    work = procs.start_workload(target_app, ["--rate", "200"], wait_signal=False)
+    port = free_port()
+    traced = procs.start_tool(tool, ["--prometheus", f"127.0.0.1:{port}", "-p", work.pid,
+                                     ":slow_op"])
+    assert wait_until(lambda: scrape(port)[0].endswith("200 OK"), 10.0, interval=0.2), \
+        traced.describe()
+    before = proc_status(traced.pid)
+    attack = Attack(port)
+    timings = []
+    worst = dict(before)
+
+    def scrapes(step, count=10):
+        for _ in range(count):
+            status, seconds = scrape(port)
+            timings.append((step, status, seconds))
+            assert status == "HTTP/1.1 200 OK", f"{step}: {status}\n{traced.describe()}"
+            assert seconds < SCRAPE_BOUND, f"{step}: a scrape took {seconds:.3f}s"
+            now = proc_status(traced.pid)
+            for key in worst:
+                worst[key] = max(worst[key], now[key])
+            time.sleep(0.05)
+
+    try:
+        attack.half_open(64)
+        scrapes("64 half-open requests")
+        attack.idle_keep_alive(64)
+        scrapes("+ 64 idle keep-alive connections")
+        attack.slow_header()
+        attack.huge_header()
+        scrapes("+ a header byte a second and a 1 MB header")
+        attack.flood(1000)
+        scrapes("+ 1000 connections opened at once", count=20)
+        # The slow client runs into the request deadline while scrapes go on.
+        deadline = time.monotonic() + REQUEST_DEADLINE + 3
+        while "slow_cut_after" not in attack.events and time.monotonic() < deadline:
+            scrapes("while the slow client drips", count=1)
+    finally:
+        attack.close()
+
+    print("worst scrape: %.4fs; before %s; worst %s; events %s" %
+          (max(t for _, _, t in timings), before, worst, attack.events))
+    assert worst["threads"] <= MAX_THREADS, worst
+    assert worst["fds"] <= MAX_OPEN_FDS, worst
+    assert worst["rss_kb"] - before["rss_kb"] < MAX_RSS_GROWTH_KB, (before, worst)
+    # The 1 MB header is refused (431, or cut), never answered.
+    assert not attack.events.get("huge_answer", "").endswith("200 OK"), attack.events
+    # The slow client is cut off by the request deadline, not served.
+    assert attack.events.get("slow_cut_after", 1e9) < REQUEST_DEADLINE + 2.5, attack.events
+    assert scrape(port)[0] == "HTTP/1.1 200 OK"
+    assert traced.stop() == 0, traced.describe()

@@ -1,0 +1,92 @@
+// libFuzzer target for what a hostile file or client hands the Prometheus
+// endpoint: the web-config parser (YAML through yaml-cpp), the HTTP request
+// head parser and the Basic-auth base64 decoder. The first byte picks the
+// parser; the rest is its input. Beyond not crashing, each result must keep
+// the promises its header makes.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "output/prometheus/basic_auth.h"
+#include "output/prometheus/http_request.h"
+#include "output/prometheus/web_config.h"
+
+using namespace funclatency;
+
+namespace {
+
+void check(bool condition) {
+  if (!condition) std::abort();
+}
+
+void fuzz_web_config(std::string_view text) {
+  auto config = parse_web_config(text, "/etc/funclatency");
+  if (!config) {
+    check(config.error().kind == ErrorKind::kBadInput && !config.error().message().empty());
+    return;
+  }
+  for (const auto& [user, hash] : config->basic_auth_users) {
+    check(hash.size() == 60 && hash.starts_with("$2"));
+    check(user.find(':') == std::string::npos);
+  }
+  for (const auto& [name, value] : config->headers) {
+    check(value.find_first_of("\r\n") == std::string::npos && !name.empty());
+  }
+  if (config->tls) {
+    check(!config->tls->cert_file.empty() || !config->tls->cert.empty());
+    check(!config->tls->key_file.empty() || !config->tls->key.empty());
+    check(config->tls->min_version <= config->tls->max_version);
+    check(config->tls->cert_file.empty() || config->tls->cert_file.front() == '/');
+  }
+}
+
+void fuzz_request_head(std::string_view bytes) {
+  size_t limit = bytes.empty() ? 1 : 1 + static_cast<unsigned char>(bytes.front()) * 4;
+  std::string_view received = bytes.empty() ? bytes : bytes.substr(1);
+  ParsedHead parsed = parse_request_head(received, limit);
+  switch (parsed.status) {
+    case HeadStatus::kIncomplete:
+      check(received.size() < limit);
+      break;
+    case HeadStatus::kRejected:
+      check(parsed.http_status == 400 || parsed.http_status == 431 || parsed.http_status == 501 ||
+            parsed.http_status == 505);
+      break;
+    case HeadStatus::kComplete: {
+      const HttpRequest& request = parsed.request;
+      check(request.head_size <= received.size() && request.head_size <= limit);
+      check(!request.method.empty() && !request.target.empty());
+      check(request.version == "HTTP/1.1" || request.version == "HTTP/1.0");
+      for (const auto& [name, value] : request.headers) {
+        check(!name.empty() && value.find_first_of("\r\n") == std::string::npos);
+      }
+      check(request.path().size() <= request.target.size());
+      break;
+    }
+  }
+}
+
+void fuzz_base64(std::string_view text) {
+  std::string decoded;
+  if (decode_base64(text, decoded)) check(decoded.size() <= text.size() * 3 / 4);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  switch (data[0] % 3) {
+    case 0:
+      fuzz_web_config(input);
+      break;
+    case 1:
+      fuzz_request_head(input);
+      break;
+    default:
+      fuzz_base64(input);
+      break;
+  }
+  return 0;
+}

@@ -1,0 +1,3 @@
+module funclatency.test/goworkload
+
+go 1.19

@@ -1,0 +1,397 @@
+// go-workload: the Go program the Go end-to-end tests (tests/e2e/test_go.py)
+// trace. It speaks the workload protocol of tests/programs/workloads: prints
+// "ready pid=N", with --wait-signal starts only on SIGUSR1, stops early on
+// SIGINT/SIGTERM, and writes its ground truth to --truth (truth.go).
+//
+// Scenarios (--scenario, default all of them in turn):
+//
+//	sleepy   --goroutines goroutines (default 50, more than the --procs 2
+//	         threads that run Go code) each make --calls calls (default 8) of
+//	         main.sleepy, which sleeps 3 ms: the goroutines park inside the call
+//	         and resume on other threads (truth: "migrated").
+//	grow     --calls times (default 40), each on a fresh goroutine (a small
+//	         stack): main.grow, whose body recurses through 64 untraced 1 KiB
+//	         frames, so the runtime copies the stack while the call is in flight;
+//	         and main.bigframe, whose own 16 KiB frame makes its entry call
+//	         morestack (the prologue then starts the function again). Truth
+//	         "stack_moved" counts the calls during which the stack was copied,
+//	         "stack_moved_in_body" those where that happened in the body
+//	         (grow: all; bigframe: none, its copy comes before its body).
+//	recurse  --calls outer calls (default 20) of main.recurse, which recurses to
+//	         depth 5 (5 calls each), sleeping 1, 1, 2, 4, 8 ms of its own at
+//	         depths 1..5: inclusive durations of about 1, 2, 4, 8, 16 ms.
+//	panic    on one goroutine, --calls rounds (default 50), each: in the first
+//	         --abandon rounds (default 20) a call of main.panicky that panics
+//	         (in panicky itself or in an untraced function it calls) and is
+//	         recovered by an untraced caller, so the call never returns (truth:
+//	         "abandoned"); then a call of main.recovers, which panics and
+//	         recovers in its own deferred function, so it returns normally,
+//	         called from frames shallower than panicky's: the goroutine is seen
+//	         again at a shallower depth, in another traced function; then a call of
+//	         main.panicky that returns, from the same call site as the
+//	         abandoned one.
+//	panic-same-site
+//	         the same without main.recovers: each abandoned main.panicky call is
+//	         followed by one from the same call site (same goroutine, same
+//	         depth) that returns, as a server's next request after a handler's
+//	         recovered panic; the entry of a morestack restart looks the same.
+//
+// Every traced function is //go:noinline and times its own body.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+var stopRequested atomic.Bool
+
+func keepGoing() bool { return !stopRequested.Load() }
+
+// fail reports a run that went against its plan (exit 1).
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "go-workload: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+// badUsage reports options that make no sense (exit 2, as the flag package does).
+func badUsage(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "go-workload: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+// --- sleepy: more goroutines than threads, parked inside the traced call -----
+
+const sleepyDuration = 3 * time.Millisecond
+
+//go:noinline
+func sleepy(d time.Duration, b *body) int {
+	b.begin()
+	time.Sleep(d)
+	b.end()
+	return 1
+}
+
+func runSleepy(goroutines, calls int) {
+	truth := truthOf("main.sleepy")
+	var ready, done sync.WaitGroup
+	start := make(chan struct{})
+	ready.Add(goroutines)
+	done.Add(goroutines)
+	for g := 0; g < goroutines; g++ {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-start
+			for i := 0; i < calls && keepGoing(); i++ {
+				truth.call(func(b *body) { sleepy(sleepyDuration, b) })
+			}
+		}()
+	}
+	ready.Wait()
+	close(start)
+	done.Wait()
+}
+
+// --- grow: the stack is copied during the call, and at its entry -------------
+
+const (
+	growDepth      = 64
+	growFrameBytes = 1024
+	bigFrameBytes  = 16 << 10
+	growSleep      = 500 * time.Microsecond
+)
+
+// touch keeps a local array real (on the stack, written and read).
+//
+//go:noinline
+func touch(buf []byte, value int) int {
+	buf[value%len(buf)] = byte(value)
+	return int(buf[(value*7)%len(buf)])
+}
+
+// deepUntraced needs about depth KiB of stack.
+//
+//go:noinline
+func deepUntraced(depth int) int {
+	var frame [growFrameBytes]byte
+	sum := touch(frame[:], depth)
+	if depth > 0 {
+		sum += deepUntraced(depth - 1)
+	}
+	return sum + int(frame[depth%len(frame)])
+}
+
+//go:noinline
+func grow(depth int, b *body) int {
+	var anchor byte
+	b.begin()
+	frame := frameAt(&anchor)
+	levels := deepUntraced(depth)
+	time.Sleep(growSleep)
+	b.movedInBody = frameAt(&anchor) != frame
+	b.end()
+	return levels
+}
+
+//go:noinline
+func bigframe(value int, b *body) int {
+	var frame [bigFrameBytes]byte
+	b.begin()
+	where := frameAt(&frame[0])
+	sum := touch(frame[:], value)
+	time.Sleep(growSleep)
+	b.movedInBody = frameAt(&frame[0]) != where
+	b.end()
+	return sum + int(frame[value%len(frame)])
+}
+
+func runGrow(calls int) {
+	growTruth := truthOf("main.grow")
+	bigTruth := truthOf("main.bigframe")
+	for i := 0; i < calls && keepGoing(); i++ {
+		// A new goroutine's stack is the smallest there is (2 KiB).
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			growTruth.call(func(b *body) { grow(growDepth, b) })
+		}()
+		<-done
+		done = make(chan struct{})
+		go func(value int) {
+			defer close(done)
+			bigTruth.call(func(b *body) { bigframe(value, b) })
+		}(i)
+		<-done
+	}
+}
+
+// --- recurse: the traced function calls itself ------------------------------
+
+const recurseDepth = 5
+
+// Own sleep of each level, by depth (1 = innermost).
+var recurseOwnSleep = [recurseDepth + 1]time.Duration{0, time.Millisecond, time.Millisecond,
+	2 * time.Millisecond, 4 * time.Millisecond, 8 * time.Millisecond}
+
+//go:noinline
+func recurse(depth int, truth *functionTruth, b *body) int {
+	b.begin()
+	time.Sleep(recurseOwnSleep[depth])
+	levels := 1
+	if depth > 1 {
+		truth.call(func(inner *body) { levels += recurse(depth-1, truth, inner) })
+	}
+	b.end()
+	return levels
+}
+
+func runRecurse(calls int) {
+	truth := truthOf("main.recurse")
+	for i := 0; i < calls && keepGoing(); i++ {
+		levels := 0
+		truth.call(func(b *body) { levels = recurse(recurseDepth, truth, b) })
+		if levels != recurseDepth {
+			fail("recurse returned %d levels, not %d", levels, recurseDepth)
+		}
+	}
+}
+
+// --- panic: calls a panic abandons, and a panic recovered inside the call ----
+
+const (
+	panicSleep  = 400 * time.Microsecond
+	panicRounds = 50 // default --calls
+)
+
+type panicWhere int
+
+const (
+	noPanic panicWhere = iota
+	panicInFunction
+	panicInCallee
+)
+
+//go:noinline
+func panicNow(tag int) {
+	panic(fmt.Sprintf("go-workload: panic %d on purpose", tag))
+}
+
+//go:noinline
+func panicky(tag int, where panicWhere, b *body) int {
+	b.begin()
+	time.Sleep(panicSleep)
+	switch where {
+	case panicInFunction:
+		panic(fmt.Sprintf("go-workload: panicky %d panics on purpose", tag))
+	case panicInCallee:
+		panicNow(tag)
+	}
+	b.end()
+	return tag + 1
+}
+
+//go:noinline
+func recovers(tag int, b *body) (result int) {
+	b.begin()
+	defer func() {
+		if recover() != nil {
+			result = tag + 1
+		}
+		b.end()
+	}()
+	time.Sleep(panicSleep)
+	panicNow(tag)
+	return tag
+}
+
+// callPanicky calls main.panicky from one call site whether it panics or
+// not; reports a panic that went against `where`.
+func callPanicky(truth *functionTruth, tag int, where panicWhere) {
+	if truth.callAbandoning(func(b *body) { panicky(tag, where, b) }) != (where != noPanic) {
+		fail("panicky(%d, %d): panicked or not against the plan", tag, where)
+	}
+}
+
+func runPanic(abandon, calls int, sameSite bool) {
+	panickyTruth := truthOf("main.panicky")
+	var recoversTruth *functionTruth
+	if !sameSite {
+		recoversTruth = truthOf("main.recovers")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < calls && keepGoing(); i++ {
+			if i < abandon {
+				callPanicky(panickyTruth, i, panicInFunction+panicWhere(i%2))
+			}
+			if !sameSite {
+				result := 0
+				recoversTruth.call(func(b *body) { result = recovers(i, b) })
+				if result != i+1 {
+					fail("recovers(%d) returned %d, not %d (its panic was not recovered)", i, result,
+						i+1)
+				}
+			}
+			callPanicky(panickyTruth, i, noPanic)
+		}
+	}()
+	<-done
+}
+
+// --- main ------------------------------------------------------------------
+
+var allScenarios = []string{"sleepy", "grow", "recurse", "panic", "panic-same-site"}
+
+type options struct {
+	scenario   string
+	calls      int
+	goroutines int
+	abandon    int
+	procs      int
+	truthPath  string
+	waitSignal bool
+}
+
+func parseOptions() options {
+	var o options
+	flag.StringVar(&o.scenario, "scenario", "all",
+		"what to run: "+strings.Join(allScenarios, ", ")+", or all (each in turn, with its defaults)")
+	flag.IntVar(&o.calls, "calls", -1, "calls to make (per scenario, see the source; -1: its default)")
+	flag.IntVar(&o.goroutines, "goroutines", 50, "sleepy: goroutines making calls")
+	flag.IntVar(&o.abandon, "abandon", 20, "panic, panic-same-site: calls a panic abandons")
+	flag.IntVar(&o.procs, "procs", 2, "GOMAXPROCS: threads running Go code at once")
+	flag.StringVar(&o.truthPath, "truth", "",
+		"at exit, write calls and the measured log2 usec histogram per function as JSON")
+	flag.BoolVar(&o.waitSignal, "wait-signal", false,
+		"print 'ready pid=N', then start only when SIGUSR1 arrives")
+	flag.Parse()
+	if flag.NArg() != 0 {
+		badUsage("unexpected argument %q", flag.Arg(0))
+	}
+	if o.goroutines < 1 || o.procs < 1 || o.abandon < 0 || o.calls < -1 {
+		badUsage("--goroutines and --procs must be positive, --abandon and --calls not negative")
+	}
+	known := o.scenario == "all"
+	for _, scenario := range allScenarios {
+		known = known || o.scenario == scenario
+	}
+	if !known {
+		badUsage("unknown --scenario %q (%s, or all)", o.scenario, strings.Join(allScenarios, ", "))
+	}
+	panics := o.scenario == "all" || strings.HasPrefix(o.scenario, "panic")
+	if panics && o.abandon > callsOr(o, panicRounds) {
+		// A call follows each abandoned one: a tracer sees that a call was
+		// abandoned only when the goroutine makes another traced call.
+		badUsage("--abandon must not exceed --calls (the rounds of the panic scenarios)")
+	}
+	return o
+}
+
+func callsOr(o options, fallback int) int {
+	if o.calls >= 0 {
+		return o.calls
+	}
+	return fallback
+}
+
+func run(o options, scenario string) {
+	switch scenario {
+	case "sleepy":
+		runSleepy(o.goroutines, callsOr(o, 8))
+	case "grow":
+		runGrow(callsOr(o, 40))
+	case "recurse":
+		runRecurse(callsOr(o, 20))
+	case "panic", "panic-same-site":
+		runPanic(o.abandon, callsOr(o, panicRounds), scenario == "panic-same-site")
+	}
+}
+
+// waitForStart announces readiness and, with --wait-signal, waits for SIGUSR1
+// (or SIGINT/SIGTERM: stop before any work). SIGINT/SIGTERM later stop the
+// calls early; the truth is still written.
+func waitForStart(waitSignal bool) {
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGUSR1, syscall.SIGINT, syscall.SIGTERM)
+	fmt.Printf("ready pid=%d\n", os.Getpid())
+	if waitSignal {
+		if <-signals != syscall.SIGUSR1 {
+			stopRequested.Store(true)
+		}
+	}
+	go func() {
+		for s := range signals {
+			if s != syscall.SIGUSR1 {
+				stopRequested.Store(true)
+			}
+		}
+	}()
+}
+
+func main() {
+	o := parseOptions()
+	scenarios := allScenarios
+	if o.scenario != "all" {
+		scenarios = []string{o.scenario}
+	}
+	runtime.GOMAXPROCS(o.procs)
+	waitForStart(o.waitSignal)
+	for _, scenario := range scenarios {
+		run(o, scenario)
+	}
+	if o.truthPath != "" {
+		if err := writeTruth(o.truthPath, scenarios); err != nil {
+			fail("cannot write %s: %v", o.truthPath, err)
+		}
+	}
+}

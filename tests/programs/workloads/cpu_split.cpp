@@ -1,0 +1,135 @@
+// The ground truth for --cpu-split: a traced function that burns a known
+// amount of CPU time, then sleeps a known time, first alone and then while
+// busy threads pinned to its CPU compete for it. Besides the usual truth
+// file it writes TRUTH.split: per call, the thread CPU time the body used
+// (CLOCK_THREAD_CPUTIME_ID), the wall and CPU time of the burn (the
+// difference waited for the CPU), the sleep asked for and the sleep measured
+// around it, and the caller's wall time.
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "workload_options.h"
+
+namespace {
+
+constexpr std::uint64_t kBurnNs = 1'500'000;   // row 10 of a usec histogram (1024-2047 us)
+constexpr std::uint64_t kSleepNs = 6'000'000;  // row 12 (4096-8191 us)
+constexpr unsigned kCompetitors = 2;           // busy threads on the same CPU
+
+std::uint64_t thread_cpu_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+struct CallSample {
+  std::uint64_t burn_cpu_ns = 0;   // CPU time of the burn
+  std::uint64_t burn_wall_ns = 0;  // wall time of the burn: the rest waited for the CPU
+  std::uint64_t cpu_ns = 0;
+  std::uint64_t sleep_asked_ns = 0;
+  std::uint64_t sleep_ns = 0;
+};
+
+// What the body measured of the last call on this thread.
+thread_local CallSample last_sample;
+
+// Burns CPU until the thread has run `burn_ns`, then sleeps `sleep_ns`.
+[[gnu::always_inline]] inline void burn_then_sleep(std::uint64_t burn_ns, std::uint64_t sleep_ns) {
+  const std::uint64_t cpu_start = thread_cpu_ns();
+  const std::uint64_t burn_start = funclatency::workload::monotonic_ns();
+  while (thread_cpu_ns() - cpu_start < burn_ns) asm volatile("" ::: "memory");
+  const std::uint64_t sleep_start = funclatency::workload::monotonic_ns();
+  last_sample.burn_cpu_ns = thread_cpu_ns() - cpu_start;
+  last_sample.burn_wall_ns = sleep_start - burn_start;
+  const timespec pause{static_cast<time_t>(sleep_ns / 1'000'000'000),
+                       static_cast<long>(sleep_ns % 1'000'000'000)};
+  clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, nullptr);
+  last_sample.sleep_ns = funclatency::workload::monotonic_ns() - sleep_start;
+  last_sample.sleep_asked_ns = sleep_ns;
+  last_sample.cpu_ns = thread_cpu_ns() - cpu_start;
+}
+
+}  // namespace
+
+extern "C" [[gnu::noinline]] void split_alone(std::uint64_t burn_ns, std::uint64_t sleep_ns) {
+  funclatency::workload::BodyTimer body;
+  burn_then_sleep(burn_ns, sleep_ns);
+}
+
+extern "C" [[gnu::noinline]] void split_contended(std::uint64_t burn_ns, std::uint64_t sleep_ns) {
+  funclatency::workload::BodyTimer body;
+  burn_then_sleep(burn_ns, sleep_ns);
+}
+
+namespace {
+
+void pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+nlohmann::json sample_json(const CallSample& sample, std::uint64_t wall_ns) {
+  return {{"burn_cpu_ns", sample.burn_cpu_ns},
+          {"burn_wall_ns", sample.burn_wall_ns},
+          {"cpu_ns", sample.cpu_ns},
+          {"sleep_asked_ns", sample.sleep_asked_ns},
+          {"sleep_ns", sample.sleep_ns},
+          {"wall_ns", wall_ns}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  funclatency::workload::WorkloadRun run(
+      argc, argv, "workload-cpu-split",
+      "--calls calls of split_alone(), then as many of split_contended() with busy threads "
+      "pinned to the same CPU",
+      {.calls = 30});
+  if (auto exit_code = run.early_exit()) return *exit_code;
+  auto& alone_truth = run.add_function("split_alone");
+  auto& contended_truth = run.add_function("split_contended");
+  run.start();
+  pin_to_cpu(0);
+
+  nlohmann::json samples = {{"split_alone", nlohmann::json::array()},
+                            {"split_contended", nlohmann::json::array()}};
+  auto call = [&](funclatency::workload::FunctionTruth& truth, const char* name, auto function) {
+    const std::uint64_t start = funclatency::workload::monotonic_ns();
+    funclatency::workload::timed_call(truth, [&] { function(kBurnNs, kSleepNs); });
+    samples[name].push_back(
+        sample_json(last_sample, funclatency::workload::monotonic_ns() - start));
+  };
+  for (std::uint64_t i = 0; i < run.options().calls && run.keep_going(); ++i) {
+    call(alone_truth, "split_alone", split_alone);
+  }
+
+  std::atomic<bool> compete{true};
+  std::vector<std::thread> competitors;
+  for (unsigned i = 0; i < kCompetitors; ++i) {
+    competitors.emplace_back([&] {
+      pin_to_cpu(0);
+      while (compete.load(std::memory_order_relaxed)) asm volatile("" ::: "memory");
+    });
+  }
+  for (std::uint64_t i = 0; i < run.options().calls && run.keep_going(); ++i) {
+    call(contended_truth, "split_contended", split_contended);
+  }
+  compete = false;
+  for (auto& thread : competitors) thread.join();
+
+  if (!run.options().truth_path.empty()) {
+    std::ofstream(run.options().truth_path + ".split") << samples.dump() << "\n";
+  }
+  return run.finish();
+}

@@ -1,0 +1,360 @@
+#include "output/otlp/otlp_convert.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "otlp_test_reports.h"
+
+namespace funclatency {
+namespace {
+
+namespace metrics_pb = opentelemetry::proto::metrics::v1;
+namespace common_pb = opentelemetry::proto::common::v1;
+using testing::attributes_of;
+using testing::sample_report;
+
+const metrics_pb::Metric* find_metric(const otlp_pb::ExportMetricsServiceRequest& request,
+                                      const std::string& name) {
+  for (const auto& metric : request.resource_metrics(0).scope_metrics(0).metrics()) {
+    if (metric.name() == name) return &metric;
+  }
+  return nullptr;
+}
+
+ExportContext test_context() {
+  return {.traced_pid = 4242,
+          .traced_executable = "/usr/bin/target-app",
+          .host_name = "box1",
+          .tool_version = "9.8.7"};
+}
+
+uint64_t nanos(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+TEST(OtlpConvert, ExplicitHistogramBucketsAreTheConsoleRows) {
+  auto report = sample_report();
+  auto request = build_export_request(report, OtlpOptions{}, test_context(), {});
+  const auto* metric = find_metric(request, "function_latency_ms");
+  ASSERT_NE(metric, nullptr);
+  EXPECT_EQ(metric->unit(), "ms");
+  ASSERT_TRUE(metric->has_histogram());
+  EXPECT_EQ(metric->histogram().aggregation_temporality(),
+            metrics_pb::AGGREGATION_TEMPORALITY_CUMULATIVE);
+  ASSERT_EQ(metric->histogram().data_points_size(), 2);
+  for (int i = 0; i < 2; i++) {
+    const auto& point = metric->histogram().data_points(i);
+    const auto& function = report.functions[i];
+    auto rows = function.total.log2_counts();
+    ASSERT_EQ(point.bucket_counts_size(), FL_LOG2_ROWS);
+    ASSERT_EQ(point.explicit_bounds_size(), FL_LOG2_ROWS - 1);
+    for (int r = 0; r < FL_LOG2_ROWS; r++)
+      EXPECT_EQ(point.bucket_counts(r), rows[r]) << "row " << r;
+    EXPECT_EQ(point.count(), function.total.count());
+    EXPECT_DOUBLE_EQ(point.sum(), function.total.sum_ns() / 1e6);
+    EXPECT_DOUBLE_EQ(point.min(), function.total.min_ns() / 1e6);
+    EXPECT_DOUBLE_EQ(point.max(), function.total.max_ns() / 1e6);
+    EXPECT_EQ(point.start_time_unix_nano(), nanos(report.run_start));
+    EXPECT_EQ(point.time_unix_nano(), nanos(report.time));
+    auto attributes = attributes_of(point.attributes());
+    EXPECT_EQ(attributes, (std::map<std::string, std::string>{{"symbol", function.symbol},
+                                                              {"binary", function.binary}}));
+  }
+  // The sample spreads over rows 0 (0, 999, 1999 ns), 1 (2 us, 3 us x2),
+  // 9 (1 ms), 10 (1.5 ms) and 15 (40 ms): check the literal values once.
+  const auto& slow = metric->histogram().data_points(0);
+  EXPECT_EQ(slow.bucket_counts(0), 3u);
+  EXPECT_EQ(slow.bucket_counts(1), 3u);
+  EXPECT_EQ(slow.bucket_counts(9), 1u);
+  EXPECT_EQ(slow.bucket_counts(10), 1u);
+  EXPECT_EQ(slow.bucket_counts(15), 1u);
+  // Bounds: the first value of each row from row 1 on, 2^k us in ms.
+  EXPECT_DOUBLE_EQ(slow.explicit_bounds(0), 0.002);
+  EXPECT_DOUBLE_EQ(slow.explicit_bounds(8), 0.512);
+  EXPECT_DOUBLE_EQ(slow.explicit_bounds(9), 1.024);
+}
+
+TEST(OtlpConvert, BoundsFollowTheDisplayUnit) {
+  auto usec = explicit_bounds_ms(1000);
+  auto nsec = explicit_bounds_ms(1);
+  auto msec = explicit_bounds_ms(1'000'000);
+  ASSERT_EQ(usec.size(), FL_LOG2_ROWS - 1u);
+  for (size_t k = 0; k < usec.size(); k++) {
+    double edge = std::ldexp(1.0, static_cast<int>(k + 1));
+    EXPECT_DOUBLE_EQ(usec[k], edge / 1000);
+    EXPECT_DOUBLE_EQ(nsec[k], edge / 1e6);
+    EXPECT_DOUBLE_EQ(msec[k], edge);
+  }
+  // With -n the rows are nanosecond rows: the counts still equal them.
+  auto report = sample_report(1);
+  auto request = build_export_request(report, OtlpOptions{}, test_context(), {});
+  const auto& point = find_metric(request, "function_latency_ms")->histogram().data_points(0);
+  auto rows = report.functions[0].total.log2_counts();
+  for (int r = 0; r < FL_LOG2_ROWS; r++) EXPECT_EQ(point.bucket_counts(r), rows[r]) << "row " << r;
+  EXPECT_DOUBLE_EQ(point.explicit_bounds(0), 2e-6);
+}
+
+TEST(OtlpConvert, DeltaUsesTheIntervalAndItsStart) {
+  auto report = sample_report();
+  OtlpOptions options;
+  options.temporality = OtlpTemporality::kDelta;
+  auto request = build_export_request(report, options, test_context(), {});
+  const auto* metric = find_metric(request, "function_latency_ms");
+  EXPECT_EQ(metric->histogram().aggregation_temporality(),
+            metrics_pb::AGGREGATION_TEMPORALITY_DELTA);
+  const auto& point = metric->histogram().data_points(0);
+  EXPECT_EQ(point.count(), 2u);
+  EXPECT_EQ(point.start_time_unix_nano(), nanos(report.interval_start));
+  auto rows = report.functions[0].interval.log2_counts();
+  for (int r = 0; r < FL_LOG2_ROWS; r++) EXPECT_EQ(point.bucket_counts(r), rows[r]);
+  const auto* lost = find_metric(request, kLostCallsMetricName);
+  ASSERT_NE(lost, nullptr);
+  EXPECT_EQ(lost->sum().aggregation_temporality(), metrics_pb::AGGREGATION_TEMPORALITY_DELTA);
+}
+
+TEST(OtlpConvert, PidAttributeOnlyWhenAsked) {
+  auto report = sample_report();
+  OtlpOptions options;
+  options.pid_attribute = true;
+  auto request = build_export_request(report, options, test_context(), {});
+  const auto& point = find_metric(request, "function_latency_ms")->histogram().data_points(0);
+  EXPECT_EQ(attributes_of(point.attributes())["pid"], "4242");
+  report.functions[0].pid = 0;  // no process to name: no attribute
+  request = build_export_request(report, options, test_context(), {});
+  const auto& without = find_metric(request, "function_latency_ms")->histogram().data_points(0);
+  EXPECT_EQ(attributes_of(without.attributes()).count("pid"), 0u);
+}
+
+TEST(OtlpConvert, ExponentialHistogramIsScaleZeroInTheDisplayUnit) {
+  for (uint64_t unit_ns : {uint64_t{1000}, uint64_t{1}, uint64_t{1'000'000}}) {
+    auto report = sample_report(unit_ns);
+    OtlpOptions options;
+    options.histogram = OtlpHistogramKind::kExponential;
+    auto request = build_export_request(report, options, test_context(), {});
+    std::string name = exponential_metric_name(unit_ns);
+    const auto* metric = find_metric(request, name);
+    ASSERT_NE(metric, nullptr) << name;
+    EXPECT_EQ(metric->unit(), unit_symbol(unit_ns));
+    ASSERT_TRUE(metric->has_exponential_histogram());
+    EXPECT_EQ(metric->exponential_histogram().aggregation_temporality(),
+              metrics_pb::AGGREGATION_TEMPORALITY_CUMULATIVE);
+    for (int i = 0; i < 2; i++) {
+      const auto& point = metric->exponential_histogram().data_points(i);
+      const auto& histogram = report.functions[i].total;
+      auto rows = histogram.log2_counts();
+      EXPECT_EQ(point.scale(), 0);
+      EXPECT_DOUBLE_EQ(point.zero_threshold(), 1.0);
+      EXPECT_EQ(point.count(), histogram.count());
+      EXPECT_DOUBLE_EQ(point.sum(), static_cast<double>(histogram.sum_ns()) / unit_ns);
+      // Index r >= 1 is console row r; row 0 is zero_count + index 0.
+      std::array<uint64_t, FL_LOG2_ROWS> by_row{};
+      uint64_t zero_and_index0 = point.zero_count();
+      for (int k = 0; k < point.positive().bucket_counts_size(); k++) {
+        int index = point.positive().offset() + k;
+        ASSERT_GE(index, 0);
+        ASSERT_LT(index, FL_LOG2_ROWS);
+        if (index == 0) {
+          zero_and_index0 += point.positive().bucket_counts(k);
+        } else {
+          by_row[index] = point.positive().bucket_counts(k);
+        }
+      }
+      by_row[0] = zero_and_index0;
+      EXPECT_EQ(by_row, rows) << name << " function " << i;
+    }
+  }
+  EXPECT_EQ(exponential_metric_name(1000), "function_latency_us");
+  EXPECT_EQ(exponential_metric_name(1), "function_latency_ns");
+  EXPECT_EQ(exponential_metric_name(1'000'000), "function_latency_ms");
+}
+
+TEST(OtlpConvert, ExponentialSplitsRowZeroIntoZeroAndOneUnit) {
+  Report report = sample_report();
+  report.functions.resize(1);
+  // usec: 0 and 999 ns are 0 us (zero bucket), 1999 ns is 1 us (index 0),
+  // 5 us is row 2 (index 2).
+  report.functions[0].total = testing::histogram_of({0, 999, 1999, 5000});
+  OtlpOptions options;
+  options.histogram = OtlpHistogramKind::kExponential;
+  auto request = build_export_request(report, options, test_context(), {});
+  const auto& point =
+      find_metric(request, "function_latency_us")->exponential_histogram().data_points(0);
+  EXPECT_EQ(point.zero_count(), 2u);
+  EXPECT_EQ(point.positive().offset(), 0);
+  ASSERT_EQ(point.positive().bucket_counts_size(), 3);
+  EXPECT_EQ(point.positive().bucket_counts(0), 1u);
+  EXPECT_EQ(point.positive().bucket_counts(1), 0u);
+  EXPECT_EQ(point.positive().bucket_counts(2), 1u);
+  EXPECT_DOUBLE_EQ(point.min(), 0.0);
+  EXPECT_DOUBLE_EQ(point.max(), 5.0);
+}
+
+std::vector<std::string> metric_names(const otlp_pb::ExportMetricsServiceRequest& request) {
+  std::vector<std::string> names;
+  for (const auto& metric : request.resource_metrics(0).scope_metrics(0).metrics())
+    names.push_back(metric.name());
+  return names;
+}
+
+// The --cpu-split parts, with what each metric is called.
+struct SplitPart {
+  const char* explicit_name;
+  const char* exponential_name;  // with usec
+  LatencyHistogram CpuSplit::*histogram;
+};
+constexpr SplitPart kSplitParts[] = {
+    {"function_oncpu_ms", "function_oncpu_us", &CpuSplit::oncpu},
+    {"function_runnable_ms", "function_runnable_us", &CpuSplit::runnable},
+    {"function_blocked_ms", "function_blocked_us", &CpuSplit::blocked},
+};
+
+TEST(OtlpConvert, CpuSplitPartsAreExportedLikeTheLatency) {
+  auto report = sample_report(1000, /*cpu_split=*/true);
+  for (auto kind : {OtlpHistogramKind::kExplicit, OtlpHistogramKind::kExponential}) {
+    for (auto temporality : {OtlpTemporality::kCumulative, OtlpTemporality::kDelta}) {
+      OtlpOptions options;
+      options.histogram = kind;
+      options.temporality = temporality;
+      options.pid_attribute = true;
+      bool exponential = kind == OtlpHistogramKind::kExponential;
+      auto request = build_export_request(report, options, test_context(), {});
+      for (const auto& part : kSplitParts) {
+        std::string name = exponential ? part.exponential_name : part.explicit_name;
+        SCOPED_TRACE(name + (temporality == OtlpTemporality::kDelta ? " delta" : " cumulative"));
+        const auto* metric = find_metric(request, name);
+        ASSERT_NE(metric, nullptr);
+        // What the latency metric says of calls that took this part's time.
+        Report as_latency = report;
+        for (auto& function : as_latency.functions) {
+          function.total = *function.total_split.*part.histogram;
+          function.interval = *function.interval_split.*part.histogram;
+        }
+        auto reference_request = build_export_request(as_latency, options, test_context(), {});
+        const auto* reference = find_metric(
+            reference_request, exponential ? "function_latency_us" : "function_latency_ms");
+        ASSERT_NE(reference, nullptr);
+        EXPECT_EQ(metric->unit(), reference->unit());
+        EXPECT_FALSE(metric->description().empty());
+        if (exponential) {
+          ASSERT_TRUE(metric->has_exponential_histogram());
+          EXPECT_EQ(metric->exponential_histogram().SerializeAsString(),
+                    reference->exponential_histogram().SerializeAsString());
+        } else {
+          ASSERT_TRUE(metric->has_histogram());
+          EXPECT_EQ(metric->histogram().SerializeAsString(),
+                    reference->histogram().SerializeAsString());
+        }
+      }
+    }
+  }
+  // The same, literally, once: slow_op's on-CPU halves of its calls are 0,
+  // 499, 999 ns, 1, 1.5, 1.5 us (row 0), 500 us (row 8), 750 us (row 9) and
+  // 20 ms (row 14); runnable eighths are all in row 0 but 125 us (row 6),
+  // 187.5 us (row 7) and 5 ms (row 12).
+  auto request = build_export_request(report, OtlpOptions{}, test_context(), {});
+  const auto& oncpu = find_metric(request, kOncpuMetricName)->histogram().data_points(0);
+  EXPECT_EQ(attributes_of(oncpu.attributes()),
+            (std::map<std::string, std::string>{{"symbol", "slow_op"},
+                                                {"binary", "/usr/bin/target-app"}}));
+  EXPECT_EQ(oncpu.count(), 9u);
+  EXPECT_DOUBLE_EQ(oncpu.sum(), 21.255498);
+  ASSERT_EQ(oncpu.bucket_counts_size(), FL_LOG2_ROWS);
+  std::array<uint64_t, FL_LOG2_ROWS> expected{};
+  expected[0] = 6;
+  expected[8] = expected[9] = expected[14] = 1;
+  for (int r = 0; r < FL_LOG2_ROWS; r++) EXPECT_EQ(oncpu.bucket_counts(r), expected[r]) << r;
+  EXPECT_DOUBLE_EQ(oncpu.explicit_bounds(8), 0.512);
+  const auto& runnable = find_metric(request, kRunnableMetricName)->histogram().data_points(0);
+  expected = {};
+  expected[0] = 6;
+  expected[6] = expected[7] = expected[12] = 1;
+  for (int r = 0; r < FL_LOG2_ROWS; r++) EXPECT_EQ(runnable.bucket_counts(r), expected[r]) << r;
+  // After the latency, before the tool's health.
+  EXPECT_EQ(metric_names(request),
+            (std::vector<std::string>{"function_latency_ms", "function_oncpu_ms",
+                                      "function_runnable_ms", "function_blocked_ms",
+                                      kLostCallsMetricName, kRingbufDroppedMetricName,
+                                      kFailedExportsMetricName, kDroppedRequestsMetricName}));
+}
+
+TEST(OtlpConvert, CpuSplitMetricsOnlyForFunctionsThatHaveIt) {
+  // Without --cpu-split: the metrics of before, no split ones.
+  auto plain = build_export_request(sample_report(), OtlpOptions{}, test_context(), {});
+  EXPECT_EQ(metric_names(plain),
+            (std::vector<std::string>{"function_latency_ms", kLostCallsMetricName,
+                                      kRingbufDroppedMetricName, kFailedExportsMetricName,
+                                      kDroppedRequestsMetricName}));
+  // A function without the split has no point in them.
+  auto report = sample_report(1000, /*cpu_split=*/true);
+  report.functions[0].total_split.reset();
+  report.functions[0].interval_split.reset();
+  auto request = build_export_request(report, OtlpOptions{}, test_context(), {});
+  for (const auto& part : kSplitParts) {
+    const auto* metric = find_metric(request, part.explicit_name);
+    ASSERT_NE(metric, nullptr) << part.explicit_name;
+    ASSERT_EQ(metric->histogram().data_points_size(), 1) << part.explicit_name;
+    EXPECT_EQ(attributes_of(metric->histogram().data_points(0).attributes())["symbol"], "fast_op");
+  }
+}
+
+TEST(OtlpConvert, ExponentialNameFollowsTheExplicitOne) {
+  EXPECT_EQ(exponential_metric_name(1000, kOncpuMetricName), "function_oncpu_us");
+  EXPECT_EQ(exponential_metric_name(1, kRunnableMetricName), "function_runnable_ns");
+  EXPECT_EQ(exponential_metric_name(1'000'000, kBlockedMetricName), "function_blocked_ms");
+}
+
+TEST(OtlpConvert, ResourceAndScope) {
+  OtlpOptions options;
+  options.service_name = "checkout";
+  options.resource_attributes = {{"deployment.environment", "prod"}, {"host.name", "override"}};
+  auto request = build_export_request(sample_report(), options, test_context(), {});
+  ASSERT_EQ(request.resource_metrics_size(), 1);
+  auto resource = attributes_of(request.resource_metrics(0).resource().attributes());
+  EXPECT_EQ(resource, (std::map<std::string, std::string>{
+                          {"service.name", "checkout"},
+                          {"host.name", "override"},
+                          {"deployment.environment", "prod"},
+                          {"process.pid", "4242"},
+                          {"process.executable.path", "/usr/bin/target-app"}}));
+  const auto& scope = request.resource_metrics(0).scope_metrics(0).scope();
+  EXPECT_EQ(scope.name(), "funclatency");
+  EXPECT_EQ(scope.version(), "9.8.7");
+  // No traced process: no process.* attributes.
+  ExportContext no_process{.host_name = "box1", .tool_version = "1"};
+  auto plain = build_export_request(sample_report(), OtlpOptions{}, no_process, {});
+  auto plain_resource = attributes_of(plain.resource_metrics(0).resource().attributes());
+  EXPECT_EQ(plain_resource, (std::map<std::string, std::string>{{"service.name", "funclatency"},
+                                                                {"host.name", "box1"}}));
+}
+
+TEST(OtlpConvert, HealthMetrics) {
+  auto report = sample_report();
+  auto request = build_export_request(report, OtlpOptions{}, test_context(),
+                                      {.failed_exports = 7, .dropped_requests = 2});
+  const auto* lost = find_metric(request, kLostCallsMetricName);
+  ASSERT_NE(lost, nullptr);
+  EXPECT_TRUE(lost->sum().is_monotonic());
+  EXPECT_EQ(lost->sum().aggregation_temporality(), metrics_pb::AGGREGATION_TEMPORALITY_CUMULATIVE);
+  std::map<std::string, int64_t> slow_lost;
+  for (const auto& point : lost->sum().data_points()) {
+    auto attributes = attributes_of(point.attributes());
+    if (attributes["symbol"] == "slow_op") slow_lost[attributes["reason"]] = point.as_int();
+  }
+  EXPECT_EQ(slow_lost,
+            (std::map<std::string, int64_t>{{"unreturned", 3}, {"depth", 1}, {"ringbuf", 2}}));
+  EXPECT_EQ(find_metric(request, kRingbufDroppedMetricName)->sum().data_points(0).as_int(), 2);
+  EXPECT_EQ(find_metric(request, kFailedExportsMetricName)->sum().data_points(0).as_int(), 7);
+  EXPECT_EQ(find_metric(request, kDroppedRequestsMetricName)->sum().data_points(0).as_int(), 2);
+}
+
+TEST(OtlpConvert, DetectsHostAndOwnProcess) {
+  auto context = detect_export_context(getpid());
+  EXPECT_FALSE(context.host_name.empty());
+  EXPECT_NE(context.traced_executable.find("otlp_unit_tests"), std::string::npos);
+  EXPECT_FALSE(context.tool_version.empty());
+  EXPECT_TRUE(detect_export_context(0).traced_executable.empty());
+}
+
+}  // namespace
+}  // namespace funclatency

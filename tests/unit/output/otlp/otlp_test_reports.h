@@ -1,0 +1,84 @@
+// Synthetic reports with known durations, and decoding helpers, for the
+// OTLP tests.
+#pragma once
+
+#include <chrono>
+#include <initializer_list>
+#include <map>
+#include <string>
+
+#include "opentelemetry/proto/common/v1/common.pb.h"
+#include "output/report.h"
+
+namespace funclatency::testing {
+
+inline LatencyHistogram histogram_of(std::initializer_list<uint64_t> durations_ns,
+                                     uint64_t unit_ns = 1000) {
+  LatencyHistogram histogram(unit_ns);
+  for (uint64_t d : durations_ns) histogram.record(d);
+  return histogram;
+}
+
+// Durations spread over many console rows, edges included: 0 ns, 999 ns and
+// 1999 ns (row 0 in usec), exactly 2 us, 3 us, 1 ms, 1.5 ms, 40 ms.
+inline constexpr std::initializer_list<uint64_t> kSampleDurationsNs = {
+    0, 999, 1999, 2000, 3000, 3000, 1'000'000, 1'500'000, 40'000'000};
+
+// --cpu-split parts of calls of `durations_ns`: half of each call on a CPU,
+// an eighth waiting for one, the rest blocked.
+inline CpuSplit split_of(std::initializer_list<uint64_t> durations_ns, uint64_t unit_ns = 1000) {
+  CpuSplit split{LatencyHistogram(unit_ns), LatencyHistogram(unit_ns), LatencyHistogram(unit_ns)};
+  for (uint64_t d : durations_ns) {
+    split.oncpu.record(d / 2);
+    split.runnable.record(d / 8);
+    split.blocked.record(d - d / 2 - d / 8);
+  }
+  return split;
+}
+
+// With `cpu_split`, every function has the split of its calls (split_of).
+inline Report sample_report(uint64_t unit_ns = 1000, bool cpu_split = false) {
+  using namespace std::chrono_literals;
+  Report report;
+  report.kind = Report::Kind::kInterval;
+  report.run_start = std::chrono::system_clock::time_point(1'700'000'000s);
+  report.interval_start = report.run_start + 10s;
+  report.time = report.run_start + 11s;
+  auto function = [&](std::string symbol, std::string binary, std::initializer_list<uint64_t> total,
+                      std::initializer_list<uint64_t> interval) {
+    FunctionReport f;
+    f.symbol = std::move(symbol);
+    f.binary = std::move(binary);
+    f.pid = 4242;
+    f.mode = AggregationMode::kEvents;
+    f.total = histogram_of(total, unit_ns);
+    f.interval = histogram_of(interval, unit_ns);
+    if (cpu_split) {
+      f.total_split = split_of(total, unit_ns);
+      f.interval_split = split_of(interval, unit_ns);
+    }
+    return f;
+  };
+  FunctionReport slow_op =
+      function("slow_op", "/usr/bin/target-app", kSampleDurationsNs, {3000, 1'000'000});
+  slow_op.total_lost = {.unreturned = 3, .depth = 1, .ringbuf = 2};
+  slow_op.interval_lost = {.unreturned = 1, .depth = 0, .ringbuf = 1};
+  report.functions = {slow_op, function("fast_op", "/usr/lib/libfast.so", {500, 700, 5000}, {700})};
+  report.ringbuf_dropped_total = 2;
+  return report;
+}
+
+// Attributes as key -> value text (ints in decimal).
+inline std::map<std::string, std::string> attributes_of(
+    const google::protobuf::RepeatedPtrField<opentelemetry::proto::common::v1::KeyValue>&
+        attributes) {
+  std::map<std::string, std::string> out;
+  for (const auto& attribute : attributes) {
+    const auto& value = attribute.value();
+    out[attribute.key()] =
+        value.has_int_value() ? std::to_string(value.int_value()) : value.string_value();
+  }
+  return out;
+}
+
+}  // namespace funclatency::testing

@@ -1,0 +1,230 @@
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <ranges>
+
+#include "output/console_sink.h"
+#include "output/json_sink.h"
+
+namespace funclatency {
+namespace {
+
+Report sample_report() {
+  Report report;
+  report.run_start = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000));
+  report.interval_start = report.run_start;
+  report.time = report.run_start + std::chrono::milliseconds(2500);
+  FunctionReport f{
+      .symbol = "slow_op", .binary = "/opt/app", .pid = 0, .mode = AggregationMode::kEvents};
+  f.interval = LatencyHistogram(1000);
+  for (int i = 0; i < 40; i++) f.interval.record(300000);  // 300 us: row 8
+  for (int i = 0; i < 88; i++) f.interval.record(700000);  // 700 us: row 9
+  f.interval_lost.unreturned = 2;
+  f.total = f.interval;
+  f.total_lost = f.interval_lost;
+  report.functions.push_back(f);
+  return report;
+}
+
+// sample_report's calls split: the 300 us ones are 100 us on a CPU and 200 us
+// blocked, the 700 us ones 100 us on a CPU and 600 us waiting for one.
+CpuSplit sample_split() {
+  CpuSplit split{LatencyHistogram(1000), LatencyHistogram(1000), LatencyHistogram(1000)};
+  for (int i = 0; i < 40; i++) {
+    split.oncpu.record(100000);
+    split.runnable.record(0);
+    split.blocked.record(200000);
+  }
+  for (int i = 0; i < 88; i++) {
+    split.oncpu.record(100000);
+    split.runnable.record(600000);
+    split.blocked.record(0);
+  }
+  return split;
+}
+
+TEST(ConsoleFormat, HeaderRowsAndSummary) {
+  std::string text = format_report(sample_report(), ConsoleOptions{});
+  EXPECT_NE(text.find("slow_op: 128 calls\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("usec    count  distribution\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("256 -> 511        40  |******************\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("512 -> 1023       88  |****************************************\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("count 128  avg 575.0us  min 300.0us  max 700.0us"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("lost 2\n"), std::string::npos) << text;
+}
+
+TEST(ConsoleFormat, CpuSplitLinesFollowTheSummary) {
+  Report report = sample_report();
+  report.functions[0].interval_split = sample_split();
+  std::string text = format_report(report, ConsoleOptions{});
+  // Shares of the wall sum (73.6 ms): 12.8 ms on a CPU, 52.8 ms runnable,
+  // 8 ms blocked. Percentiles are fine-bucket middles: 0 reads 500ns.
+  std::string expected =
+      "lost 2\n"
+      "on-CPU    avg  100.0us  p50  100.0us  p95  100.0us  p99  100.0us  share  17%\n"
+      "runnable  avg  412.5us  p50  592.0us  p95  592.0us  p99  592.0us  share  72%\n"
+      "blocked   avg   62.5us  p50    500ns  p95  200.0us  p99  200.0us  share  11%\n"
+      "\n";
+  EXPECT_TRUE(text.ends_with(expected)) << text;
+  for (const auto& line : std::views::split(text, '\n')) EXPECT_LE(line.size(), 100u) << text;
+}
+
+TEST(ConsoleFormat, CpuSplitOfTheReportedKindOnly) {
+  Report report = sample_report();
+  std::string before = format_report(report, ConsoleOptions{});
+  EXPECT_EQ(before.find("on-CPU"), std::string::npos) << before;
+  // Only the totals have a split: the interval report stays as it was.
+  report.functions[0].total_split = sample_split();
+  EXPECT_EQ(format_report(report, ConsoleOptions{}), before);
+  report.kind = Report::Kind::kTotal;
+  std::string total = format_report(report, ConsoleOptions{});
+  EXPECT_NE(total.find("lost 2\non-CPU "), std::string::npos) << total;
+  EXPECT_NE(total.find("\nrunnable "), std::string::npos) << total;
+  EXPECT_NE(total.find("\nblocked "), std::string::npos) << total;
+}
+
+TEST(ConsoleFormat, CpuSplitShares) {
+  LatencyHistogram wall(1000);
+  wall.record(1'000'000'000);
+  CpuSplit split{LatencyHistogram(1000), LatencyHistogram(1000), LatencyHistogram(1000)};
+  split.oncpu.record(999'999'000);
+  split.runnable.record(1000);  // 0.0001%: some, not none
+  split.blocked.record(0);
+  std::string text = format_cpu_split(split, wall);
+  EXPECT_NE(text.find("on-CPU    avg 1000.00ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("share 100%\nrunnable"), std::string::npos) << text;
+  EXPECT_NE(text.find("share  <1%\nblocked"), std::string::npos) << text;
+  EXPECT_TRUE(text.ends_with("share   0%\n")) << text;
+  // No calls, no lines.
+  EXPECT_EQ(format_cpu_split(CpuSplit{}, LatencyHistogram(1000)), "");
+  // Calls whose split the tracer could not tell are named, not hidden.
+  EXPECT_TRUE(format_cpu_split(split, wall, 2)
+                  .ends_with("split unknown for 2 calls (a context switch the tracer missed)\n"));
+}
+
+TEST(ConsoleFormat, RangesAlignForWideRows) {
+  LatencyHistogram h(1);
+  h.record(3);
+  h.record(100000);
+  std::string text = format_histogram(h, "nsec");
+  // Every row line has its '|' in the same column.
+  size_t column = std::string::npos;
+  size_t start = text.find('\n') + 1;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    size_t bar = text.find('|', start);
+    if (column == std::string::npos) column = bar - start;
+    EXPECT_EQ(bar - start, column) << text;
+    start = end + 1;
+  }
+}
+
+TEST(ConsoleFormat, Durations) {
+  EXPECT_EQ(format_duration(999), "999ns");
+  EXPECT_EQ(format_duration(1500), "1.5us");
+  EXPECT_EQ(format_duration(2500000), "2.50ms");
+  EXPECT_EQ(format_duration(3000000000), "3.00s");
+}
+
+TEST(JsonFormat, ModeIsNamedBySink) {
+  Report report = sample_report();
+  FunctionReport& function = report.functions[0];
+  function.mode = AggregationMode::kKernel;
+  EXPECT_EQ(function_to_json(report, function)["mode"], "kernel");
+  function.mode = AggregationMode::kMixed;
+  EXPECT_EQ(function_to_json(report, function)["mode"], "mixed");
+}
+
+TEST(JsonFormat, RecordHasEveryFieldWithBoundsInNanoseconds) {
+  Report report = sample_report();
+  auto json = function_to_json(report, report.functions[0]);
+  EXPECT_EQ(json["type"], "interval");
+  EXPECT_EQ(json["time"], "2023-11-14T22:13:22.500000Z");
+  EXPECT_EQ(json["symbol"], "slow_op");
+  EXPECT_EQ(json["binary"], "/opt/app");
+  EXPECT_EQ(json["mode"], "events");
+  EXPECT_EQ(json["count"], 128);
+  EXPECT_EQ(json["sum_ns"], 40 * 300000 + 88 * 700000);
+  EXPECT_EQ(json["min_ns"], 300000);
+  EXPECT_EQ(json["max_ns"], 700000);
+  EXPECT_EQ(json["lost"], 2);
+  for (const char* key : {"p50_ns", "p95_ns", "p99_ns"}) EXPECT_TRUE(json.contains(key));
+  auto expected = nlohmann::json::parse("[[256000, 511999, 40], [512000, 1023999, 88]]");
+  EXPECT_EQ(json["log2_buckets"], expected);
+  report.kind = Report::Kind::kTotal;
+  EXPECT_EQ(function_to_json(report, report.functions[0])["type"], "total");
+}
+
+TEST(JsonFormat, CpuSplitPartsHaveTheWallHistogramsFields) {
+  Report report = sample_report();
+  auto plain = function_to_json(report, report.functions[0]);
+  for (const char* part : {"oncpu", "runnable", "blocked"}) EXPECT_FALSE(plain.contains(part));
+
+  report.functions[0].interval_split = sample_split();
+  auto json = function_to_json(report, report.functions[0]);
+  // The record is as before, plus the three parts and how many calls' split
+  // is unknown.
+  auto without_parts = json;
+  for (const char* part : {"oncpu", "runnable", "blocked", "split_unknown"}) {
+    without_parts.erase(part);
+  }
+  EXPECT_EQ(without_parts, plain);
+  EXPECT_EQ(json["split_unknown"], 0);
+  const char* histogram_fields[] = {"count",  "sum_ns", "min_ns", "max_ns",
+                                    "p50_ns", "p95_ns", "p99_ns", "log2_buckets"};
+  for (const char* part : {"oncpu", "runnable", "blocked"}) {
+    ASSERT_TRUE(json.contains(part)) << part;
+    ASSERT_EQ(json[part].size(), std::size(histogram_fields)) << json[part];
+    for (const char* field : histogram_fields) EXPECT_TRUE(json[part].contains(field)) << field;
+    EXPECT_EQ(json[part]["count"], 128) << part;
+  }
+  EXPECT_EQ(json["oncpu"]["sum_ns"], 128 * 100000);
+  EXPECT_EQ(json["oncpu"]["log2_buckets"], nlohmann::json::parse("[[64000, 127999, 128]]"));
+  EXPECT_EQ(json["runnable"]["sum_ns"], 88 * 600000);
+  EXPECT_EQ(json["runnable"]["min_ns"], 0);
+  EXPECT_EQ(json["runnable"]["max_ns"], 600000);
+  EXPECT_EQ(json["runnable"]["log2_buckets"],
+            nlohmann::json::parse("[[0, 1999, 40], [512000, 1023999, 88]]"));
+  EXPECT_EQ(json["blocked"]["sum_ns"], 40 * 200000);
+  EXPECT_EQ(json["blocked"]["p50_ns"], 500);  // the middle of the fine bucket [0, 1 us)
+  EXPECT_EQ(json["blocked"]["p95_ns"], 200000);
+  EXPECT_EQ(json["blocked"]["log2_buckets"],
+            nlohmann::json::parse("[[0, 1999, 88], [128000, 255999, 40]]"));
+
+  // A total record carries the totals' split.
+  report.kind = Report::Kind::kTotal;
+  EXPECT_FALSE(function_to_json(report, report.functions[0]).contains("oncpu"));
+  report.functions[0].total_split = sample_split();
+  EXPECT_EQ(function_to_json(report, report.functions[0])["blocked"]["count"], 128);
+}
+
+TEST(JsonSink, WritesOneLinePerFunctionAndNoticesAClosedPipe) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* memory = open_memstream(&buffer, &size);
+  JsonSink sink(memory);
+  Report report = sample_report();
+  report.functions.push_back(report.functions[0]);
+  sink.write(report);
+  std::fclose(memory);
+  std::string text(buffer, size);
+  free(buffer);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2);
+
+  signal(SIGPIPE, SIG_IGN);  // as funclatency does: a closed reader is a failed write
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  close(fds[0]);
+  std::FILE* closed = fdopen(fds[1], "w");
+  JsonSink broken(closed);
+  broken.write(report);
+  EXPECT_TRUE(broken.broken());
+  std::fclose(closed);
+}
+
+}  // namespace
+}  // namespace funclatency
