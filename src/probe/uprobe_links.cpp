@@ -89,14 +89,15 @@ struct ProbePoint {
 
 }  // namespace
 
-Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const ProbeSite> sites,
-                                      std::span<const ProbePlan> plans, int pid,
-                                      AttachMethod method, uint32_t first_fn_id,
-                                      const std::map<uint32_t, std::string>& skip,
-                                      std::map<uint32_t, std::string>& refused) {
-  // Every probe point, grouped by file and kind: a uprobe_multi link covers
-  // one file and one program.
-  std::map<std::pair<std::string, ProbeKind>, std::vector<ProbePoint>> groups;
+namespace {
+
+using ProbeGroups = std::map<std::pair<std::string, ProbeKind>, std::vector<ProbePoint>>;
+
+// Every probe point of the sites not in `skip`, grouped by file and kind: a
+// uprobe_multi link covers one file and one program.
+ProbeGroups group_probe_points(std::span<const ProbeSite> sites, std::span<const ProbePlan> plans,
+                               uint32_t first_fn_id, const std::map<uint32_t, std::string>& skip) {
+  ProbeGroups groups;
   for (uint32_t index = 0; index < sites.size(); index++) {
     const uint32_t fn_id = first_fn_id + index;
     if (skip.contains(fn_id)) continue;
@@ -115,63 +116,90 @@ Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const P
       groups[{site.binary, ProbeKind::kReturn}].push_back({entry, fn_id, &site});
     }
   }
+  return groups;
+}
 
-  for (const auto& [key, points] : groups) {
-    const auto& [binary, kind] = key;
-    bpf_program* program = program_of(object, kind);
-    bool is_return = kind == ProbeKind::kReturn;
-    if (method == AttachMethod::kUprobeMulti) {
-      std::vector<uint64_t> offsets, cookies;
-      for (const auto& point : points) {
-        offsets.push_back(point.offset);
-        cookies.push_back(point.cookie);
-      }
-      auto fd = create_uprobe_multi_link(bpf_program__fd(program), binary, offsets, cookies,
-                                         is_return, pid);
-      if (fd) {
-        links_.push_back(ProbeLink::from_fd(*fd));
-        continue;
-      }
-      int err = fd.error().errno_value;
-      if (!refused_by_kernel(err)) {
-        return std::unexpected(attach_error(
-            fmt::format("attach {} {}s to {}", points.size(), name_of(kind), binary), err, pid));
-      }
-      // One refused point fails the whole link: find which, one at a time.
-      for (const auto& point : points) {
-        uint64_t offset = point.offset, cookie = point.cookie;
-        auto single = create_uprobe_multi_link(bpf_program__fd(program), binary, {&offset, 1},
-                                               {&cookie, 1}, is_return, pid);
-        if (single) {
-          ::close(*single);
-        } else if (refused_by_kernel(single.error().errno_value)) {
-          refused.emplace(point.cookie, fmt::format("the kernel cannot place a {} at 0x{:x}",
-                                                    name_of(kind), point.offset));
-        }
-      }
+std::string refusal(ProbeKind kind, uint64_t offset) {
+  return fmt::format("the kernel cannot place a {} at 0x{:x}", name_of(kind), offset);
+}
+
+// One uprobe_multi link for a group; when the kernel refuses a point, which
+// fails the whole link, finds the refused points one at a time instead.
+Result<std::optional<ProbeLink>> attach_multi(bpf_program* program, const std::string& binary,
+                                              ProbeKind kind, const std::vector<ProbePoint>& points,
+                                              int pid, std::map<uint32_t, std::string>& refused) {
+  const bool is_return = kind == ProbeKind::kReturn;
+  std::vector<uint64_t> offsets, cookies;
+  for (const auto& point : points) {
+    offsets.push_back(point.offset);
+    cookies.push_back(point.cookie);
+  }
+  auto fd =
+      create_uprobe_multi_link(bpf_program__fd(program), binary, offsets, cookies, is_return, pid);
+  if (fd) return std::optional<ProbeLink>(ProbeLink::from_fd(*fd));
+  int err = fd.error().errno_value;
+  if (!refused_by_kernel(err)) {
+    return std::unexpected(attach_error(
+        fmt::format("attach {} {}s to {}", points.size(), name_of(kind), binary), err, pid));
+  }
+  for (const auto& point : points) {
+    uint64_t offset = point.offset, cookie = point.cookie;
+    auto single = create_uprobe_multi_link(bpf_program__fd(program), binary, {&offset, 1},
+                                           {&cookie, 1}, is_return, pid);
+    if (single) {
+      ::close(*single);
+    } else if (refused_by_kernel(single.error().errno_value)) {
+      refused.emplace(point.cookie, refusal(kind, point.offset));
+    }
+  }
+  return std::optional<ProbeLink>();
+}
+
+// One perf-event uprobe per point of a group (kernels without uprobe_multi).
+Result<void> attach_each(bpf_program* program, const std::string& binary, ProbeKind kind,
+                         const std::vector<ProbePoint>& points, int pid,
+                         std::vector<ProbeLink>& links, std::map<uint32_t, std::string>& refused) {
+  for (const auto& point : points) {
+    bpf_uprobe_opts opts{};
+    opts.sz = sizeof(opts);
+    opts.bpf_cookie = point.cookie;
+    opts.retprobe = kind == ProbeKind::kReturn;
+    bpf_link* link =
+        bpf_program__attach_uprobe_opts(program, pid, binary.c_str(), point.offset, &opts);
+    if (link) {
+      links.push_back(ProbeLink::from_libbpf(link));
       continue;
     }
-    for (const auto& point : points) {
-      bpf_uprobe_opts opts{};
-      opts.sz = sizeof(opts);
-      opts.bpf_cookie = point.cookie;
-      opts.retprobe = is_return;
-      bpf_link* link =
-          bpf_program__attach_uprobe_opts(program, pid, binary.c_str(), point.offset, &opts);
-      if (link) {
-        links_.push_back(ProbeLink::from_libbpf(link));
-        continue;
-      }
-      int err = errno;
-      if (refused_by_kernel(err)) {
-        refused.emplace(point.cookie, fmt::format("the kernel cannot place a {} at 0x{:x}",
-                                                  name_of(kind), point.offset));
-        continue;
-      }
-      return std::unexpected(attach_error(fmt::format("attach {} to {}:{} at 0x{:x}", name_of(kind),
-                                                      binary, point.site->symbol, point.offset),
-                                          err, pid));
+    int err = errno;
+    if (refused_by_kernel(err)) {
+      refused.emplace(point.cookie, refusal(kind, point.offset));
+      continue;
     }
+    return std::unexpected(attach_error(fmt::format("attach {} to {}:{} at 0x{:x}", name_of(kind),
+                                                    binary, point.site->symbol, point.offset),
+                                        err, pid));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const ProbeSite> sites,
+                                      std::span<const ProbePlan> plans, int pid,
+                                      AttachMethod method, uint32_t first_fn_id,
+                                      const std::map<uint32_t, std::string>& skip,
+                                      std::map<uint32_t, std::string>& refused) {
+  for (const auto& [key, points] : group_probe_points(sites, plans, first_fn_id, skip)) {
+    const auto& [binary, kind] = key;
+    bpf_program* program = program_of(object, kind);
+    if (method == AttachMethod::kPerfEvent) {
+      auto attached = attach_each(program, binary, kind, points, pid, links_, refused);
+      if (!attached) return attached;
+      continue;
+    }
+    auto link = attach_multi(program, binary, kind, points, pid, refused);
+    if (!link) return std::unexpected(link.error());
+    if (*link) links_.push_back(std::move(**link));
   }
   return {};
 }

@@ -30,6 +30,8 @@ constexpr size_t kReadChunk = 16 * 1024;
 constexpr int kReadsPerTurn = 4;
 // Accepts per loop turn, so established connections are served in between.
 constexpr int kAcceptsPerTurn = 64;
+// How often put-off requests are asked about again without a wake().
+constexpr std::chrono::milliseconds kDeferredRetry{50};
 
 struct SslFree {
   void operator()(SSL* ssl) const { SSL_free(ssl); }
@@ -40,6 +42,7 @@ enum class Phase {
   kIdle,       // waiting for a request, no byte of it received
   kHead,       // part of a request head received
   kBody,       // discarding the body of a request whose head was complete
+  kDeferred,   // the handler put the answer off (status 0)
   kWriting,    // sending the answer
 };
 
@@ -181,6 +184,8 @@ struct HttpServer::Loop {
   Io read_some(Connection& connection, Clock::time_point now);
   Io write_some(Connection& connection);
   void process_input(Connection& connection, Clock::time_point now);
+  void answer(Connection& connection, Clock::time_point now);
+  void retry_deferred(Clock::time_point now);
   void respond(Connection& connection, HttpResponse response, bool close, bool head_only,
                Clock::time_point now);
   void reject(Connection& connection, int status, std::string_view problem, Clock::time_point now);
@@ -208,27 +213,37 @@ void HttpServer::Loop::run() {
     for (const auto& connection : connections) {
       short events = connection->phase == Phase::kWriting ? POLLOUT : POLLIN;
       if (connection->ssl) events = connection->want_write ? POLLOUT : POLLIN;
+      if (connection->phase == Phase::kDeferred) events = 0;  // errors only
       fds.push_back({connection->fd.get(), events, 0});
     }
     int ready = poll(fds.data(), fds.size(), poll_timeout(now));
     if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    if (fds[0].revents) break;
+    if (stopping) break;
     now = Clock::now();
-    // Connections first, by index: accepting appends to the vector.
-    size_t polled = connections.size();
-    for (size_t i = 0; i < polled; i++) {
-      if (fds[i + 2].revents) service(*connections[i], fds[i + 2].revents, now);
+    if (ready > 0) {
+      if (fds[0].revents) {
+        uint64_t count = 0;
+        [[maybe_unused]] auto drained = read(wake.get(), &count, sizeof count);
+      }
+      // Connections first, by index: accepting appends to the vector.
+      size_t polled = connections.size();
+      for (size_t i = 0; i < polled; i++) {
+        if (fds[i + 2].revents) service(*connections[i], fds[i + 2].revents, now);
+      }
+      std::erase_if(connections, [](const auto& connection) { return connection->closed; });
+      if (fds[1].revents & POLLIN) accept_some(now);
     }
-    std::erase_if(connections, [](const auto& connection) { return connection->closed; });
-    if (fds[1].revents & POLLIN) accept_some(now);
+    retry_deferred(now);
   }
   connections.clear();
 }
 
 int HttpServer::Loop::poll_timeout(Clock::time_point now) const {
   auto soonest = now + std::chrono::seconds(1);
-  for (const auto& connection : connections) soonest = std::min(soonest, connection->deadline);
+  for (const auto& connection : connections) {
+    soonest = std::min(soonest, connection->deadline);
+    if (connection->phase == Phase::kDeferred) soonest = std::min(soonest, now + kDeferredRetry);
+  }
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(soonest - now).count();
   return static_cast<int>(std::clamp<int64_t>(wait, 0, 1000));
 }
@@ -261,6 +276,7 @@ void HttpServer::Loop::evict_one() {
         return connection.received_any ? 2 : 1;
       case Phase::kHead:
       case Phase::kBody:
+      case Phase::kDeferred:
         return 2;
       case Phase::kWriting:
         return 3;
@@ -358,7 +374,9 @@ Io HttpServer::Loop::handshake(Connection& connection) {
 }
 
 Io HttpServer::Loop::read_some(Connection& connection, Clock::time_point now) {
-  if (connection.phase == Phase::kWriting) return Io::kBlocked;
+  if (connection.phase == Phase::kWriting || connection.phase == Phase::kDeferred) {
+    return Io::kBlocked;
+  }
   char buffer[kReadChunk];
   for (int round = 0; round < kReadsPerTurn; round++) {
     ssize_t got = 0;
@@ -396,31 +414,14 @@ Io HttpServer::Loop::read_some(Connection& connection, Clock::time_point now) {
 }
 
 void HttpServer::Loop::process_input(Connection& connection, Clock::time_point now) {
-  while (!connection.closed && connection.phase != Phase::kWriting) {
+  while (!connection.closed && connection.phase != Phase::kWriting &&
+         connection.phase != Phase::kDeferred) {
     if (connection.phase == Phase::kBody) {
       size_t discard = std::min(connection.body_left, connection.in.size());
       connection.body_left -= discard;
       connection.in.erase(0, discard);
       if (connection.body_left > 0) return;
-      const HttpRequest& request = connection.request;
-      bool head_only = request.method == "HEAD";
-      HttpResponse response;
-      if (request.method != "GET" && request.method != "HEAD") {
-        response = {405,
-                    "text/plain; charset=utf-8",
-                    std::make_shared<const std::string>("Method Not Allowed\n"),
-                    {{"Allow", "GET, HEAD"}}};
-      } else {
-        try {
-          response = handler(request);
-        } catch (const std::exception& failure) {
-          response = {500,
-                      "text/plain; charset=utf-8",
-                      std::make_shared<const std::string>(failure.what() + std::string("\n")),
-                      {}};
-        }
-      }
-      respond(connection, std::move(response), !request.keep_alive(), head_only, now);
+      answer(connection, now);
       continue;
     }
     if (connection.in.empty()) return;
@@ -444,6 +445,44 @@ void HttpServer::Loop::process_input(Connection& connection, Clock::time_point n
     connection.request = std::move(parsed.request);
     connection.phase = Phase::kBody;
   }
+}
+
+// The request in `connection` is whole: the handler's answer, or a wait.
+void HttpServer::Loop::answer(Connection& connection, Clock::time_point now) {
+  const HttpRequest& request = connection.request;
+  HttpResponse response;
+  if (request.method != "GET" && request.method != "HEAD") {
+    response = {405,
+                "text/plain; charset=utf-8",
+                std::make_shared<const std::string>("Method Not Allowed\n"),
+                {{"Allow", "GET, HEAD"}}};
+  } else {
+    try {
+      response = handler(request);
+    } catch (const std::exception& failure) {
+      response = {500,
+                  "text/plain; charset=utf-8",
+                  std::make_shared<const std::string>(failure.what() + std::string("\n")),
+                  {}};
+    }
+  }
+  if (response.status == 0) {
+    connection.phase = Phase::kDeferred;  // the deadline stays the request's
+    return;
+  }
+  respond(connection, std::move(response), !request.keep_alive(), request.method == "HEAD", now);
+}
+
+void HttpServer::Loop::retry_deferred(Clock::time_point now) {
+  for (auto& connection : connections) {
+    if (connection->phase != Phase::kDeferred) continue;
+    connection->phase = Phase::kBody;  // whole, body discarded: ask again
+    answer(*connection, now);
+    if (!connection->closed && connection->phase != Phase::kDeferred) {
+      process_input(*connection, now);
+    }
+  }
+  std::erase_if(connections, [](const auto& connection) { return connection->closed; });
 }
 
 void HttpServer::Loop::reject(Connection& connection, int status, std::string_view problem,
@@ -562,6 +601,11 @@ void HttpServer::stop() {
   [[maybe_unused]] auto written = write(loop_->wake.get(), &one, sizeof one);
   loop_->thread.join();
   loop_->listener.reset();
+}
+
+void HttpServer::wake() {
+  uint64_t one = 1;
+  [[maybe_unused]] auto written = write(loop_->wake.get(), &one, sizeof one);
 }
 
 uint16_t HttpServer::port() const {

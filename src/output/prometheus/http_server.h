@@ -50,7 +50,9 @@ struct HttpServerOptions {
   std::shared_ptr<TlsServerContext> tls;  // null: plain HTTP
 };
 
-// Called on the server thread for each complete request.
+// Called on the server thread for each complete request. An answer with
+// status 0 means "not yet": the connection waits (within its request
+// deadline) and the handler is asked again after wake() or shortly.
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 class HttpServer {
@@ -63,6 +65,8 @@ class HttpServer {
   ~HttpServer();
   // Closes every connection and joins the thread. Idempotent.
   void stop();
+  // Asks the handler again about the requests it put off. Any thread.
+  void wake();
   uint16_t port() const;
 
   struct Counters {

@@ -1,5 +1,6 @@
 #include "output/prometheus/prometheus_sink.h"
 
+#include <atomic>
 #include <mutex>
 
 #include "output/prometheus/basic_auth.h"
@@ -13,6 +14,7 @@ struct PrometheusSink::State {
   std::string host;
   bool tls = false;
   std::unique_ptr<HttpServer> server;
+  std::atomic<HttpServer*> running = nullptr;  // for the auth worker's wake()
 
   std::mutex snapshot_mutex;
   std::shared_ptr<const MetricsSnapshot> snapshot = std::make_shared<MetricsSnapshot>();
@@ -43,11 +45,21 @@ struct PrometheusSink::State {
   }
 
   HttpResponse answer(const HttpRequest& request) {
-    if (!auth->allows(request.header("Authorization"))) {
-      return {401,
-              "text/plain; charset=utf-8",
-              std::make_shared<const std::string>("Unauthorized\n"),
-              {{"WWW-Authenticate", "Basic"}}};
+    switch (auth->check(request.header("Authorization"))) {
+      case AuthVerdict::kAllowed:
+        break;
+      case AuthVerdict::kPending:
+        return {0, {}, nullptr, {}};  // asked again once bcrypt is done
+      case AuthVerdict::kBusy:
+        return {503,
+                "text/plain; charset=utf-8",
+                std::make_shared<const std::string>("Too many logins under way\n"),
+                {{"Retry-After", "1"}}};
+      case AuthVerdict::kRefused:
+        return {401,
+                "text/plain; charset=utf-8",
+                std::make_shared<const std::string>("Unauthorized\n"),
+                {{"WWW-Authenticate", "Basic"}}};
     }
     if (request.path() == "/metrics") {
       ExpositionFormat format = negotiate_format(request.header("Accept"));
@@ -82,13 +94,16 @@ Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ListenAddres
   state->metric_prefix = *prefix;
   state->host = address.host;
   state->tls = web.tls.has_value();
-  state->auth = std::make_unique<BasicAuth>(web.basic_auth_users);
   State* shared = state.get();
+  state->auth = std::make_unique<BasicAuth>(web.basic_auth_users, [shared] {
+    if (HttpServer* server = shared->running.load()) server->wake();
+  });
   auto server =
       HttpServer::start(address, "--prometheus", std::move(options),
                         [shared](const HttpRequest& request) { return shared->answer(request); });
   if (!server) return std::unexpected(server.error());
   state->server = std::move(*server);
+  state->running = state->server.get();
   return std::unique_ptr<PrometheusSink>(new PrometheusSink(std::move(state)));
 }
 

@@ -1,5 +1,8 @@
 // The endpoint over real HTTP on 127.0.0.1, binding errors, and the CLI glue.
+#include "output/prometheus/prometheus_sink.h"
+
 #include <arpa/inet.h>
+#include <crypt.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -13,7 +16,6 @@
 
 #include "output/prometheus/exposition.h"
 #include "output/prometheus/prometheus_cli.h"
-#include "output/prometheus/prometheus_sink.h"
 
 namespace funclatency {
 namespace {
@@ -166,6 +168,53 @@ TEST(PrometheusSink, BadPrefixIsBadInput) {
   auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "my-app");
   ASSERT_FALSE(sink);
   EXPECT_EQ(sink.error().exit_code(), 2);
+}
+
+TEST(PrometheusSink, PasswordGuessesDoNotHoldUpAScrape) {
+  // Cost 12: ~0.2 s of bcrypt per guess, were it on the server's thread.
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  ASSERT_NE(crypt_gensalt_rn("$2b$", 12, nullptr, 0, salt, sizeof salt), nullptr);
+  crypt_data data{};
+  WebConfig web;
+  web.basic_auth_users.emplace("alice", crypt_r("s3cret", salt, &data));
+  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "ebpf", web);
+  ASSERT_TRUE(sink) << sink.error().message();
+  uint16_t port = (*sink)->port();
+  httplib::Client scraper("127.0.0.1", port);
+  scraper.set_basic_auth("alice", "s3cret");
+  scraper.set_read_timeout(std::chrono::seconds(5));
+  auto first = scraper.Get("/metrics");  // pays bcrypt once
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->status, 200);
+  std::atomic<bool> done = false;
+  std::atomic<int> refused = 0;
+  std::vector<std::thread> guessers;
+  for (int g = 0; g < 16; g++) {
+    guessers.emplace_back([&, g] {
+      httplib::Client guesser("127.0.0.1", port);
+      for (int i = 0; !done; i++) {
+        guesser.set_basic_auth("alice",
+                               ("guess-" + std::to_string(g) + "-" + std::to_string(i)).c_str());
+        auto answer = guesser.Get("/metrics");
+        if (answer && (answer->status == 401 || answer->status == 503)) refused++;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int i = 0; i < 10; i++) {
+    auto start = std::chrono::steady_clock::now();
+    auto scrape = scraper.Get("/metrics");
+    ASSERT_TRUE(scrape);
+    EXPECT_EQ(scrape->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(150));
+  }
+  done = true;
+  for (auto& guesser : guessers) guesser.join();
+  EXPECT_GT(refused.load(), 16);
+  auto wrong = httplib::Client("127.0.0.1", port).Get("/metrics");
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  EXPECT_EQ(wrong->get_header_value("WWW-Authenticate"), "Basic");
 }
 
 struct ParsedCli {
