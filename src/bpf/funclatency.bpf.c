@@ -22,6 +22,10 @@ const volatile __u32 filter_tgid = 0; /* 0: every process */
 /* --cpu-split: the number of functions, the stride between a function's
  * parts in fn_stats (see enum fl_call_part); 0 without the split. */
 const volatile __u32 split_stride = 0;
+/* --by: FL_BY_* bits; 0 without series. */
+const volatile __u32 series_by = 0;
+/* -c/--cgroup: how many entries of cgroup_filter to check; 0 traces all. */
+const volatile __u32 cgroup_filters = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -60,6 +64,34 @@ struct {
   __type(value, struct fl_fn_config);
 } fn_config SEC(".maps");
 
+/* --by in kernel mode: per-CPU totals by series (sized to --max-series,
+ * allocated as series appear). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 1);
+  __type(key, struct fl_series_key);
+  __type(value, struct fl_fn_stats);
+} series_stats SEC(".maps");
+
+/* --by in kernel mode: series folded into `other` because series_stats was
+ * full, to count them once each (an LRU: a bound, not an exact count past it). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 1);
+  __type(key, struct fl_series_key);
+  __type(value, __u8);
+} folded_series SEC(".maps");
+__u64 series_folded = 0;
+
+/* -c/--cgroup: the cgroups whose tasks (and their descendants') are traced. */
+struct {
+  __uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+  __uint(max_entries, FL_MAX_CGROUP_FILTERS);
+  __type(key, __u32);
+  __type(value, __u32);
+} cgroup_filter SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 4 << 20);
@@ -68,8 +100,18 @@ struct {
 /* Wake the reader early once the ring is this full; otherwise it polls. */
 #define FL_WAKEUP_THRESHOLD (512 << 10)
 
+/* In none of the -c cgroups (decided before any other work). */
+static __always_inline bool outside_cgroups(void) {
+  for (__u32 i = 0; i < FL_MAX_CGROUP_FILTERS; i++) {
+    if (i >= cgroup_filters) break;
+    if (bpf_current_task_under_cgroup(&cgroup_filter, i) == 1) return false;
+  }
+  return true;
+}
+
 static __always_inline bool filtered_out(void) {
-  return filter_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != filter_tgid;
+  if (filter_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != filter_tgid) return true;
+  return cgroup_filters && outside_cgroups();
 }
 
 enum lost_reason { LOST_UNRETURNED, LOST_DEPTH, LOST_RINGBUF, SPLIT_UNKNOWN };
@@ -223,9 +265,21 @@ static __always_inline void update_max(__u64 *slot, __u64 value) {
   }
 }
 
-/* `key`: the function's id, or with --cpu-split the entry of one part. */
+/* What a series' totals start as. */
+const struct fl_fn_stats empty_stats = {};
+
+static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part);
+
+/* `key`: the function's id, or with --cpu-split the entry of one part
+ * (fn_id + part * split_stride). With --by, the caller's series gets the
+ * call, or `other` (fn_stats) when there is no room for it. */
 static __always_inline void record_in_kernel(__u32 key, __u64 duration_ns) {
-  struct fl_fn_stats *stats = bpf_map_lookup_elem(&fn_stats, &key);
+  struct fl_fn_stats *stats = NULL;
+  if (series_by) {
+    __u32 stride = split_stride ? split_stride : 1;
+    stats = series_totals(key % stride, key / stride);
+  }
+  if (!stats) stats = bpf_map_lookup_elem(&fn_stats, &key);
   if (!stats) return;
   __u32 bucket = fl_bucket_of(duration_ns / unit_ns);
   if (bucket >= FL_NUM_BUCKETS) bucket = FL_NUM_BUCKETS - 1;
@@ -261,9 +315,10 @@ struct call_split {
   __u64 blocked_ns;
 };
 
-static __always_inline void record_split_as_event(__u32 fn_id, __u64 duration_ns,
-                                                  const struct call_split *split) {
-  struct fl_event_split *event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+/* The record with the split (when known) and the caller's identity. */
+static __always_inline void record_ext_event(__u32 fn_id, __u64 duration_ns,
+                                             const struct call_split *split) {
+  struct fl_event_ext *event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count_lost(fn_id, LOST_RINGBUF);
     return;
@@ -271,9 +326,39 @@ static __always_inline void record_split_as_event(__u32 fn_id, __u64 duration_ns
   event->call.duration_ns = duration_ns;
   event->call.fn_id = fn_id;
   event->call.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-  event->runnable_ns = split->runnable_ns;
-  event->blocked_ns = split->blocked_ns;
+  event->flags = split ? FL_EVENT_SPLIT : 0;
+  event->runnable_ns = split ? split->runnable_ns : 0;
+  event->blocked_ns = split ? split->blocked_ns : 0;
+  event->cgroup_id = (series_by & FL_BY_CGROUP) ? bpf_get_current_cgroup_id() : 0;
+  if (series_by & (FL_BY_COMM | FL_BY_PID))
+    bpf_get_current_comm(event->comm, sizeof(event->comm));
+  else
+    __builtin_memset(event->comm, 0, sizeof(event->comm));
+  event->reserved = 0;
   submit_event(event);
+}
+
+/* --by in kernel mode: the totals of the caller's series for `part`, or NULL
+ * when the map has no room (the call then goes to `other`: fn_stats). */
+static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part) {
+  struct fl_series_key key = {};
+  key.fn_id = fn_id;
+  key.part = part;
+  if (series_by & FL_BY_PID) key.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  if (series_by & FL_BY_CGROUP) key.cgroup_id = bpf_get_current_cgroup_id();
+  /* A process series carries its command too (an exec makes a new one). */
+  if (series_by & (FL_BY_COMM | FL_BY_PID)) bpf_get_current_comm(key.comm, sizeof(key.comm));
+  struct fl_fn_stats *stats = bpf_map_lookup_elem(&series_stats, &key);
+  if (stats) return stats;
+  bpf_map_update_elem(&series_stats, &key, &empty_stats, BPF_NOEXIST);
+  stats = bpf_map_lookup_elem(&series_stats, &key);
+  if (stats) return stats;
+  /* Full: count the series once (bounded), then fold its calls into other. */
+  __u8 seen = 1;
+  if (part == FL_PART_WALL &&
+      bpf_map_update_elem(&folded_series, &key, &seen, BPF_NOEXIST) == 0)
+    __sync_fetch_and_add(&series_folded, 1);
+  return NULL;
 }
 
 /* The split's parts in the kernel: on-CPU is what the call was not switched
@@ -320,8 +405,8 @@ static __always_inline void record_call(__u32 fn_id, __u64 duration_ns,
   if (in_kernel) {
     record_in_kernel(fn_id, duration_ns);
     if (split) record_split_in_kernel(fn_id, duration_ns, split);
-  } else if (split) {
-    record_split_as_event(fn_id, duration_ns, split);
+  } else if (split || split_stride || series_by) {
+    record_ext_event(fn_id, duration_ns, split);
   } else {
     record_as_event(fn_id, duration_ns);
   }

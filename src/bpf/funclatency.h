@@ -38,13 +38,40 @@ struct fl_event {
   __u32 tgid;
 };
 
-/* With --cpu-split: the record also says how long the call was switched out,
- * runnable (waiting for a CPU) and sleeping; on-CPU is the rest. */
-struct fl_event_split {
+/* With --cpu-split or --by, a record says more about the call: how long it
+ * was switched out, runnable (waiting for a CPU) and sleeping (on-CPU is the
+ * rest; valid with FL_EVENT_SPLIT), and who made it. */
+#define FL_EVENT_SPLIT 1u
+struct fl_event_ext {
   struct fl_event call;
   __u64 runnable_ns;
   __u64 blocked_ns;
+  __u64 cgroup_id; /* cgroup v2 id of the calling task */
+  char comm[16];   /* the calling thread's command */
+  __u32 flags;     /* FL_EVENT_* */
+  __u32 reserved;
 };
+
+/* --by: which parts of a caller's identity make a series. */
+#define FL_BY_PID 1u
+#define FL_BY_COMM 2u
+#define FL_BY_CGROUP 4u
+
+/* --by in kernel mode: a series' per-CPU totals are keyed by this; the parts
+ * --by leaves out are 0 (comm is kept with pid: a process series shows its
+ * command). A function's calls beyond the map's room go to its
+ * fn_stats entry, the series `other`. */
+struct fl_series_key {
+  __u32 fn_id;
+  __u32 part; /* enum fl_call_part */
+  __u32 tgid;
+  __u32 reserved;
+  __u64 cgroup_id;
+  char comm[16];
+};
+
+/* -c/--cgroup: at most this many cgroups to trace (each with its subtree). */
+#define FL_MAX_CGROUP_FILTERS 8
 
 /* With --cpu-split, fn_stats holds FL_CALL_PARTS entries per function: the
  * wall time at fn_id, and part k at fn_id + k * (number of functions). */

@@ -1,6 +1,12 @@
 #include "cli/config.h"
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+
+extern "C" {
+#include "bpf/funclatency.h"
+}
 
 #include "funclatency_version.h"  // generated: cmake/VersionHeader.cmake
 
@@ -54,6 +60,19 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                  "exception tables)")
       ->check(CLI::IsMember({"auto", "uretprobe", "ret"}))
       ->capture_default_str();
+  app.add_option("--by", v.by,
+                 "One histogram per function and pid, comm and/or cgroup (comma-separated):\n"
+                 "who is slow")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"pid", "comm", "cgroup"}))
+      ->type_name("KEY[,KEY]");
+  app.add_option("--max-series", v.max_series,
+                 "With --by: at most this many series; the calls of more go to `other`")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
+  app.add_option("-c,--cgroup", v.cgroups,
+                 "Trace only tasks in this cgroup v2 directory or below it (repeatable)")
+      ->type_name("PATH");
   app.add_flag("--json", v.json, "One JSON object per function per interval, and totals at exit");
   app.add_flag("-v,--verbose", v.verbose, "Say where probes go and every mode switch");
   app.add_flag("-l,--list", v.list, "List the functions the TARGETs match, and exit");
@@ -77,6 +96,15 @@ Result<Config> finish_config(const CommandLine& v) {
   config.calibrate = v.calibrate;
   config.subtract_overhead = v.subtract_overhead;
   config.cpu_split = v.cpu_split;
+  for (const auto& key : v.by) {
+    config.series_by |= key == "pid" ? FL_BY_PID : key == "comm" ? FL_BY_COMM : FL_BY_CGROUP;
+  }
+  config.max_series = v.max_series;
+  config.cgroups = v.cgroups;
+  if (config.cgroups.size() > FL_MAX_CGROUP_FILTERS) {
+    return bad_input(fmt::format("{} cgroups given with -c, at most {}", config.cgroups.size(),
+                                 FL_MAX_CGROUP_FILTERS));
+  }
 
   config.targets = v.targets;
   if (v.pid > 0) config.pid = v.pid;

@@ -35,9 +35,12 @@ struct Config {
   ModeChoice mode = ModeChoice::kAuto;
   double auto_threshold = 10000;
   ExitProbeChoice exit_probes = ExitProbeChoice::kAuto;
-  bool calibrate = false;          // measure the probes' own cost, print it, exit
-  bool subtract_overhead = false;  // take that cost off every duration
-  bool cpu_split = false;          // each call's on-CPU, runnable and blocked time
+  bool calibrate = false;            // measure the probes' own cost, print it, exit
+  bool subtract_overhead = false;    // take that cost off every duration
+  bool cpu_split = false;            // each call's on-CPU, runnable and blocked time
+  uint32_t series_by = 0;            // --by: FL_BY_* bits
+  uint32_t max_series = 1000;        // --max-series
+  std::vector<std::string> cgroups;  // -c/--cgroup: cgroup v2 directories to trace
 };
 
 // Raw values CLI11 fills; turned into a Config by finish_config.
@@ -56,6 +59,9 @@ struct CommandLine {
   std::string exit_probes = "auto";
   bool calibrate = false, subtract_overhead = false;
   bool cpu_split = false;
+  std::vector<std::string> by;
+  uint32_t max_series = 1000;
+  std::vector<std::string> cgroups;
 };
 
 void add_core_options(CLI::App& app, CommandLine& values);

@@ -20,6 +20,7 @@
 #include "cli/messages.h"
 #include "cli/privileges.h"
 #include "cli/run_stages.h"
+#include "cli/series.h"
 #include "collect/aggregator.h"
 #include "collect/calibration.h"
 #include "collect/trace_session.h"
@@ -269,8 +270,21 @@ Result<TracingProbes> attach(const Config& config, const LoadOptions& load,
 Aggregator make_aggregator(const Config& config, const TracingProbes& probes) {
   auto [groups, group_of_function] =
       report_groups(config, probes.links.sites(), probes.object->num_functions());
-  return Aggregator(std::move(groups), std::move(group_of_function), config.unit_ns,
-                    std::chrono::system_clock::now(), config.cpu_split);
+  Aggregator aggregator(std::move(groups), std::move(group_of_function), config.unit_ns,
+                        std::chrono::system_clock::now(), config.cpu_split);
+  if (config.series_by) aggregator.set_series(series_options(config));
+  return aggregator;
+}
+
+// -c/--cgroup: each directory, opened for the kernel's cgroup filter.
+Result<std::vector<UniqueFd>> open_cgroups(const Config& config) {
+  std::vector<UniqueFd> fds;
+  for (const auto& path : config.cgroups) {
+    auto fd = open_cgroup_v2(path);
+    if (!fd) return std::unexpected(fd.error());
+    fds.push_back(std::move(*fd));
+  }
+  return fds;
 }
 
 Result<UniqueFd> open_stop_signalfd() {
@@ -296,7 +310,10 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
   if (!sinks) return std::unexpected(sinks.error());
   auto calibration = measure_overhead(config, messages);
   if (!calibration) return std::unexpected(calibration.error());
-  const LoadOptions load = load_options(config, *targets, *calibration);
+  auto cgroups = open_cgroups(config);
+  if (!cgroups) return std::unexpected(cgroups.error());
+  LoadOptions load = load_options(config, *targets, *calibration);
+  for (const auto& fd : *cgroups) load.cgroup_fds.push_back(fd.get());
   auto probes = attach(config, load, *targets, messages);
   if (!probes) return std::unexpected(probes.error());
   Aggregator aggregator = make_aggregator(config, *probes);

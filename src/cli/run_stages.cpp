@@ -52,6 +52,8 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
       static_cast<uint32_t>(targets.sites.size()) + (awaiting ? config.late_functions : 0);
   load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
   load.cpu_split = config.cpu_split;
+  load.series_by = config.series_by;
+  load.max_series = config.max_series;
   // Functions attached later may need either kind of exit; load_and_attach
   // adds the programs the plans at hand need.
   load.return_program = awaiting;

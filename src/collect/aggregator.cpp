@@ -1,6 +1,7 @@
 #include "collect/aggregator.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace funclatency {
 
@@ -98,9 +99,48 @@ FunctionReport Aggregator::new_report(ReportGroup group) const {
 }
 
 void Aggregator::on_event(uint32_t fn_id, uint64_t duration_ns, const CallSplit* split) {
-  if (!reports_to_a_group(fn_id)) return;
-  fn_interval_calls_[fn_id]++;
-  FunctionReport& report = reports_[group_of_function_[fn_id]];
+  on_call(CallRecord{fn_id, duration_ns, split, {}});
+}
+
+void Aggregator::on_call(const CallRecord& call) {
+  if (!reports_to_a_group(call.fn_id)) return;
+  fn_interval_calls_[call.fn_id]++;
+  add_call(*report_of(call.fn_id, call.series), call.duration_ns, call.split);
+}
+
+FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
+  const uint32_t group = group_of_function_[fn_id];
+  if (!series_.by) return &reports_[group];
+  // Only what --by asks for tells series apart (as the kernel's keys do).
+  SeriesKey key = caller;
+  if (!(series_.by & FL_BY_PID)) key.tgid = 0;
+  if (!(series_.by & (FL_BY_COMM | FL_BY_PID))) key.comm.clear();
+  if (!(series_.by & FL_BY_CGROUP)) key.cgroup_id = 0;
+  if (auto known = series_index_.find({group, key}); known != series_index_.end()) {
+    return &reports_[known->second];
+  }
+  if (series_index_.size() >= series_.max_series) {
+    // No room: the calls go to the group's own report, `other`.
+    if (folded_keys_.emplace(std::pair{group, key}, true).second) folded_++;
+    return &reports_[group];
+  }
+  FunctionReport report = reports_[group];
+  report.interval.clear();
+  report.total.clear();
+  report.interval_lost = report.total_lost = {};
+  if (report.interval_split) report.interval_split = report.total_split = empty_split(unit_ns_);
+  report.series = series_.label ? series_.label(key) : SeriesLabels{};
+  if (series_.by & FL_BY_PID) report.series.pid = static_cast<int>(key.tgid);
+  if (series_.by & (FL_BY_COMM | FL_BY_PID)) report.series.comm = key.comm;
+  report.series.other = false;
+  series_index_.emplace(std::pair{group, key}, reports_.size());
+  series_group_.resize(reports_.size());
+  series_group_.push_back(group);
+  reports_.push_back(std::move(report));
+  return &reports_.back();
+}
+
+void Aggregator::add_call(FunctionReport& report, uint64_t duration_ns, const CallSplit* split) {
   report.interval.record(duration_ns);
   if (split && report.interval_split) {
     const uint64_t off_cpu = split->runnable_ns + split->blocked_ns;
@@ -113,7 +153,20 @@ void Aggregator::on_event(uint32_t fn_id, uint64_t duration_ns, const CallSplit*
 void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
                                   const KernelTotals& now, CallPart part) {
   if (!reports_to_a_group(fn_id) || now.count <= before.count) return;
+  // With --by, fn_stats holds the calls folded into `other`: the group's own report.
   FunctionReport& report = reports_[group_of_function_[fn_id]];
+  if (part == CallPart::kWall) {
+    add_kernel_delta(report.interval, before, now);
+    fn_interval_calls_[fn_id] += now.count - before.count;
+  } else if (report.interval_split) {
+    add_kernel_delta(part_of(*report.interval_split, part), before, now);
+  }
+}
+
+void Aggregator::on_kernel_series_totals(uint32_t fn_id, const SeriesKey& key, CallPart part,
+                                         const KernelTotals& before, const KernelTotals& now) {
+  if (!reports_to_a_group(fn_id) || now.count <= before.count) return;
+  FunctionReport& report = *report_of(fn_id, key);
   if (part == CallPart::kWall) {
     add_kernel_delta(report.interval, before, now);
     fn_interval_calls_[fn_id] += now.count - before.count;
@@ -145,6 +198,10 @@ void Aggregator::add_function(uint32_t fn_id, ReportGroup group, bool merge) {
   group_of_function_[fn_id] = static_cast<uint32_t>(reports_.size() - 1);
 }
 
+bool Aggregator::was_retired_before(size_t index) const {
+  return index < retired_.size() && retired_[index] == RetireState::kGone;
+}
+
 void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
   // A group's mode is its functions' mode, or kMixed when they differ.
   std::vector<bool> seen(reports.size(), false);
@@ -158,6 +215,31 @@ void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
       mode = AggregationMode::kMixed;
     seen[group] = true;
   }
+  // A series is aggregated the way its function is.
+  for (const auto& [group_key, index] : series_index_) {
+    if (index < reports.size()) reports[index].mode = reports[group_key.first].mode;
+  }
+}
+
+// With --by: a group's own report holds the calls folded into `other`; it is
+// shown once it has any. A series reported for the last time is not shown
+// again.
+std::vector<FunctionReport> Aggregator::visible(const std::vector<FunctionReport>& reports,
+                                                bool totals_merged) const {
+  if (!series_.by) return reports;
+  std::vector<FunctionReport> shown;
+  for (size_t index = 0; index < reports.size(); index++) {
+    const FunctionReport& report = reports[index];
+    const bool series = index < series_group_.size() && series_group_[index].has_value();
+    if (series && was_retired_before(index)) continue;
+    if (!series) {
+      const uint64_t calls = report.total.count() + (totals_merged ? 0 : report.interval.count());
+      if (calls == 0 && report.total_lost.total() + report.interval_lost.total() == 0) continue;
+    }
+    shown.push_back(report);
+    if (!series) shown.back().series.other = true;
+  }
+  return shown;
 }
 
 Report Aggregator::peek_report(std::chrono::system_clock::time_point now) const {
@@ -166,14 +248,16 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) const 
   report.run_start = run_start_;
   report.interval_start = interval_start_;
   report.time = now;
-  report.functions = reports_;
-  fill_modes(report.functions);
-  for (auto& function : report.functions) {
+  std::vector<FunctionReport> all = reports_;
+  fill_modes(all);
+  for (auto& function : all) {
     function.total.merge(function.interval);
     merge_split(function.total_split, function.interval_split);
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
+  report.functions = visible(all, true);
+  report.series_folded = folded_ + kernel_folded_;
   return report;
 }
 
@@ -190,7 +274,9 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
-  report.functions = reports_;
+  retire_dead_series();
+  report.functions = visible(reports_, true);
+  report.series_folded = folded_ + kernel_folded_;
   for (auto& function : reports_) {
     function.interval.clear();
     clear_split(function.interval_split);
@@ -199,6 +285,25 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
   std::fill(fn_interval_calls_.begin(), fn_interval_calls_.end(), 0);
   interval_start_ = now;
   return report;
+}
+
+void Aggregator::retire_dead_series() {
+  // Those retired last time are gone from now on.
+  for (size_t index = 0; index < retired_.size(); index++) {
+    if (retired_[index] == RetireState::kThisReport) retired_[index] = RetireState::kGone;
+  }
+  if (!(series_.by & FL_BY_PID) || !series_.alive) return;
+  retired_.resize(reports_.size(), RetireState::kLive);
+  for (const auto& [group_key, index] : series_index_) {
+    if (retired_[index] != RetireState::kLive) continue;
+    if (series_.alive(group_key.second.tgid)) continue;
+    retired_[index] = RetireState::kThisReport;
+    newly_retired_.push_back(group_key.second);
+  }
+}
+
+std::vector<SeriesKey> Aggregator::take_retired() {
+  return std::exchange(newly_retired_, {});
 }
 
 }  // namespace funclatency

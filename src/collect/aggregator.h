@@ -4,7 +4,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "output/report.h"
@@ -43,6 +47,32 @@ enum class CallPart : uint32_t {
   kBlocked = FL_PART_BLOCKED,
 };
 
+// --by: who made a call, as far as --by asks (the rest is 0 / empty).
+struct SeriesKey {
+  uint32_t tgid = 0;
+  uint64_t cgroup_id = 0;
+  std::string comm;
+  auto operator<=>(const SeriesKey&) const = default;
+};
+
+struct SeriesOptions {
+  uint32_t by = 0;  // FL_BY_* bits; 0: no series (one report per group)
+  size_t max_series = 1000;
+  // Labels of a new series (cgroup path, container): I/O the caller owns.
+  std::function<SeriesLabels(const SeriesKey&)> label;
+  // Whether a process still runs: a series of a process that exited is
+  // reported once more, then dropped.
+  std::function<bool(uint32_t tgid)> alive;
+};
+
+// One completed call as the ring buffer delivers it.
+struct CallRecord {
+  uint32_t fn_id = 0;
+  uint64_t duration_ns = 0;
+  const CallSplit* split = nullptr;  // --cpu-split, when known
+  SeriesKey series;                  // --by
+};
+
 class Aggregator {
  public:
   // group_of_function[fn_id] is the index into `groups` that fn_id reports to.
@@ -52,6 +82,17 @@ class Aggregator {
              bool cpu_split = false);
 
   void on_event(uint32_t fn_id, uint64_t duration_ns, const CallSplit* split = nullptr);
+  void on_call(const CallRecord& call);
+  // --by in kernel mode: totals of one series' `part` (key as the BPF side
+  // keys it: the parts --by leaves out are 0).
+  void on_kernel_series_totals(uint32_t fn_id, const SeriesKey& key, CallPart part,
+                               const KernelTotals& before, const KernelTotals& now);
+  void set_series(SeriesOptions options) { series_ = std::move(options); }
+  // Series folded into `other` so far (the kernel counts those of kernel mode).
+  void set_kernel_series_folded(uint64_t folded) { kernel_folded_ = folded; }
+  // Series of processes that exited, reported for the last time by the last
+  // take_report: their kernel totals may go.
+  std::vector<SeriesKey> take_retired();
   // `now` and `before` are the cumulative totals of fn_id's `part` at this
   // read and the previous one.
   void on_kernel_totals(uint32_t fn_id, const KernelTotals& before, const KernelTotals& now,
@@ -74,6 +115,13 @@ class Aggregator {
  private:
   void fill_modes(std::vector<FunctionReport>& reports) const;
   FunctionReport new_report(ReportGroup group) const;
+  // The report a call of fn_id by `key` goes to (its series, or `other`).
+  FunctionReport* report_of(uint32_t fn_id, const SeriesKey& key);
+  void add_call(FunctionReport& report, uint64_t duration_ns, const CallSplit* split);
+  void retire_dead_series();
+  std::vector<FunctionReport> visible(const std::vector<FunctionReport>& reports,
+                                      bool totals_merged) const;
+  bool was_retired_before(size_t index) const;
   bool reports_to_a_group(uint32_t fn_id) const {
     return fn_id < group_of_function_.size() && group_of_function_[fn_id] < reports_.size();
   }
@@ -84,6 +132,15 @@ class Aggregator {
   std::vector<uint32_t> group_of_function_;
   std::vector<uint64_t> fn_interval_calls_;
   std::vector<AggregationMode> fn_mode_;
+  SeriesOptions series_;
+  std::map<std::pair<uint32_t, SeriesKey>, size_t> series_index_;  // (group, key) -> reports_
+  std::vector<std::optional<uint32_t>> series_group_;  // by report index: a series' group
+  enum class RetireState { kLive, kThisReport, kGone };
+  std::vector<RetireState> retired_;  // by report index, for series of processes that exited
+  std::vector<SeriesKey> newly_retired_;
+  uint64_t folded_ = 0;  // distinct series folded into other (events mode)
+  uint64_t kernel_folded_ = 0;
+  std::map<std::pair<uint32_t, SeriesKey>, bool> folded_keys_;
   std::chrono::system_clock::time_point run_start_;
   std::chrono::system_clock::time_point interval_start_;
 };

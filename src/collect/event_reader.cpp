@@ -27,15 +27,25 @@ int EventReader::epoll_fd() const {
 
 int EventReader::on_record(void* context, void* data, size_t size) {
   auto* self = static_cast<EventReader*>(context);
-  if (size >= sizeof(fl_event_split)) {
-    fl_event_split event;
+  CallRecord call;
+  if (size >= sizeof(fl_event_ext)) {
+    fl_event_ext event;
     std::memcpy(&event, data, sizeof(event));
     const CallSplit split{event.runnable_ns, event.blocked_ns};
-    self->handler_(event.call.fn_id, event.call.duration_ns, &split);
+    call.fn_id = event.call.fn_id;
+    call.duration_ns = event.call.duration_ns;
+    call.split = (event.flags & FL_EVENT_SPLIT) ? &split : nullptr;
+    call.series.tgid = event.call.tgid;
+    call.series.cgroup_id = event.cgroup_id;
+    call.series.comm.assign(event.comm, strnlen(event.comm, sizeof(event.comm)));
+    self->handler_(call);
   } else if (size >= sizeof(fl_event)) {
     fl_event event;
     std::memcpy(&event, data, sizeof(event));
-    self->handler_(event.fn_id, event.duration_ns, nullptr);
+    call.fn_id = event.fn_id;
+    call.duration_ns = event.duration_ns;
+    call.series.tgid = event.tgid;
+    self->handler_(call);
   } else {
     return 0;
   }

@@ -15,8 +15,7 @@ namespace funclatency {
 
 class EventReader {
  public:
-  // `split` is set for records of --cpu-split runs, null otherwise.
-  using Handler = std::function<void(uint32_t fn_id, uint64_t duration_ns, const CallSplit* split)>;
+  using Handler = std::function<void(const CallRecord& call)>;
   static Result<std::unique_ptr<EventReader>> create(int ringbuf_fd, Handler handler);
   ~EventReader();
   EventReader(const EventReader&) = delete;

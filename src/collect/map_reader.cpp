@@ -102,6 +102,23 @@ Result<void> MapReader::read_totals(
                         });
 }
 
+Result<void> MapReader::read_series(
+    int series_stats_fd,
+    const std::function<void(const fl_series_key&, const KernelTotals&)>& visit) {
+  buffer_.resize(stride_of(sizeof(fl_fn_stats)) * num_cpus_);
+  fl_series_key key{}, next{};
+  const fl_series_key* previous = nullptr;
+  while (bpf_map_get_next_key(series_stats_fd, previous, &next) == 0) {
+    key = next;
+    previous = &key;
+    // A series deleted meanwhile (its process exited) is skipped.
+    if (bpf_map_lookup_elem(series_stats_fd, &key, buffer_.data()) < 0) continue;
+    visit(key, sum_stats(buffer_, num_cpus_));
+  }
+  if (errno != ENOENT) return runtime_error("read the kernel histograms of series", errno);
+  return {};
+}
+
 Result<std::vector<LostCounts>> MapReader::read_all_lost() {
   std::vector<LostCounts> lost(num_functions_);
   auto ok = for_each_entry(fn_lost_fd_, "read lost-call counters", sizeof(fl_fn_lost), kLostBatch,

@@ -23,6 +23,11 @@ class MapReader {
                            const std::function<void(uint32_t, const KernelTotals&)>& visit);
   // Every function's lost-call counters, indexed by function id.
   Result<std::vector<LostCounts>> read_all_lost();
+  // --by in kernel mode: every series' totals in a per-CPU hash keyed by
+  // fl_series_key (series come and go: one key at a time).
+  Result<void> read_series(
+      int series_stats_fd,
+      const std::function<void(const fl_series_key&, const KernelTotals&)>& visit);
 
  private:
   // Hands `visit` every entry of a per-CPU array map as its raw per-CPU

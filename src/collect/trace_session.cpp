@@ -1,5 +1,6 @@
 #include "collect/trace_session.h"
 
+#include <bpf/bpf.h>
 #include <fmt/format.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "collect/event_reader.h"
 #include "collect/map_reader.h"
@@ -67,6 +69,45 @@ TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vecto
   }
 }
 
+// --by in kernel mode: the series' totals, and the series of processes that
+// exited, reported for the last time: their totals go.
+Result<void> TraceSession::collect_kernel_series(MapReader& reader) {
+  if (!object_.options().series_by) return {};
+  aggregator_.set_kernel_series_folded(object_.series_folded());
+  return reader.read_series(
+      object_.series_stats_fd(), [&](const fl_series_key& key, const KernelTotals& totals) {
+        SeriesKey series{key.tgid, key.cgroup_id, std::string(key.comm, strnlen(key.comm, 16))};
+        auto& last = series_totals_[{key.fn_id, key.part, series}];
+        if (key.part == FL_PART_WALL && key.fn_id < num_functions_) {
+          window_calls_[key.fn_id] += totals.count - last.count;
+        }
+        aggregator_.on_kernel_series_totals(key.fn_id, series, static_cast<CallPart>(key.part),
+                                            last, totals);
+        last = totals;
+      });
+}
+
+void TraceSession::forget_retired_series() {
+  for (const SeriesKey& series : aggregator_.take_retired()) {
+    for (auto it = series_totals_.begin(); it != series_totals_.end();) {
+      const auto& [fn_id, part, key] = it->first;
+      if (key != series) {
+        ++it;
+        continue;
+      }
+      fl_series_key bpf_key{};
+      bpf_key.fn_id = fn_id;
+      bpf_key.part = part;
+      bpf_key.tgid = key.tgid;
+      bpf_key.cgroup_id = key.cgroup_id;
+      std::memcpy(bpf_key.comm, key.comm.data(), std::min(key.comm.size(), sizeof(bpf_key.comm)));
+      // No probe writes a series of a process that exited.
+      bpf_map_delete_elem(object_.series_stats_fd(), &bpf_key);
+      it = series_totals_.erase(it);
+    }
+  }
+}
+
 Result<void> TraceSession::collect_kernel_side() {
   MapReader reader(object_.fn_stats_fd(), object_.fn_lost_fd(), num_functions_);
   auto lost = reader.read_all_lost();
@@ -80,6 +121,7 @@ Result<void> TraceSession::collect_kernel_side() {
     if (delta.total() || delta.split_unknown) aggregator_.on_lost(fn, delta);
     last_lost_[fn] = now;
   }
+  if (auto series = collect_kernel_series(reader); !series) return series;
   // With --cpu-split a function's parts follow it in fn_stats, one stride
   // (the number of functions) apart.
   std::vector<bool> wanted(last_totals_.size());
@@ -119,6 +161,7 @@ void TraceSession::apply_policy(double seconds) {
 void TraceSession::emit(Report::Kind kind) {
   Report report =
       aggregator_.take_report(Report::Kind::kInterval, std::chrono::system_clock::now());
+  forget_retired_series();
   for (Sink* sink : sinks_) sink->write(report);
   if (kind == Report::Kind::kTotal) {
     report.kind = Report::Kind::kTotal;
@@ -249,11 +292,10 @@ Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) 
 }
 
 Result<StopReason> TraceSession::run() {
-  auto reader = EventReader::create(object_.events_fd(),
-                                    [this](uint32_t fn, uint64_t ns, const CallSplit* split) {
-                                      aggregator_.on_event(fn, ns, split);
-                                      if (fn < num_functions_) window_calls_[fn]++;
-                                    });
+  auto reader = EventReader::create(object_.events_fd(), [this](const CallRecord& call) {
+    aggregator_.on_call(call);
+    if (call.fn_id < num_functions_) window_calls_[call.fn_id]++;
+  });
   if (!reader) return std::unexpected(reader.error());
   auto wakeups = open_wakeups((*reader)->epoll_fd());
   if (!wakeups) return std::unexpected(wakeups.error());

@@ -5,9 +5,11 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collect/aggregator.h"
@@ -41,6 +43,7 @@ struct SessionOptions {
 enum class StopReason { kSignal, kDuration, kProcessExited, kSinkBroken };
 
 class EventReader;
+class MapReader;
 
 class TraceSession {
  public:
@@ -65,6 +68,8 @@ class TraceSession {
   Result<void> attach_late();
   Result<void> write_live();
   Result<void> collect_kernel_side();
+  Result<void> collect_kernel_series(MapReader& reader);
+  void forget_retired_series();
   void apply_policy(double seconds);
   void emit(Report::Kind kind);
   bool any_sink_broken() const;
@@ -77,6 +82,8 @@ class TraceSession {
   std::function<void()> detach_;
   uint32_t num_functions_;
   std::vector<bool> ever_kernel_;
+  // --by in kernel mode: each series' last totals, by (function, part, series).
+  std::map<std::tuple<uint32_t, uint32_t, SeriesKey>, KernelTotals> series_totals_;
   uint32_t parts_;  // fn_stats entries per function: FL_CALL_PARTS with --cpu-split
   std::vector<std::unique_ptr<KernelTotals>> last_totals_;
   std::vector<LostCounts> last_lost_;

@@ -2,16 +2,36 @@
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 namespace funclatency {
 
 namespace {
 constexpr int kBarWidth = 40;
+
+// A label as a terminal shows it: comm and cgroup names are whatever a
+// process chose, so control bytes (an escape sequence, a newline) print as
+// \xNN rather than acting on the terminal.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
+
+}  // namespace
 
 std::string format_duration(uint64_t ns) {
   if (ns < 1000) return fmt::format("{}ns", ns);
@@ -76,6 +96,35 @@ std::string format_cpu_split(const CpuSplit& split, const LatencyHistogram& wall
   return out;
 }
 
+std::string format_series(const SeriesLabels& series, uint64_t series_folded) {
+  if (series.other) {
+    return fmt::format("other ({} series folded over --max-series)", series_folded);
+  }
+  std::vector<std::string> parts;
+  if (series.pid) {
+    parts.push_back(fmt::format("pid {}", *series.pid));
+    if (series.comm) parts.back() += " (" + printable(*series.comm) + ")";
+  } else if (series.comm) {
+    parts.push_back("comm " + printable(*series.comm));
+  }
+  // The container and pod a cgroup path names, after it (or alone).
+  std::vector<std::string> runtime;
+  if (series.container_id) {
+    // A container id is 64 hex digits; 12 tell containers apart, as docker ps shows them.
+    runtime.push_back("container " +
+                      printable(std::string_view(*series.container_id).substr(0, 12)));
+  }
+  if (series.pod_uid) runtime.push_back("pod " + printable(*series.pod_uid));
+  std::string names = fmt::format("{}", fmt::join(runtime, ", "));
+  if (series.cgroup) {
+    parts.push_back("cgroup " + printable(*series.cgroup));
+    if (!names.empty()) parts.back() += " (" + names + ")";
+  } else if (!names.empty()) {
+    parts.push_back(names);
+  }
+  return fmt::format("{}", fmt::join(parts, "  "));
+}
+
 std::string format_report(const Report& report, const ConsoleOptions& options) {
   bool total = report.kind == Report::Kind::kTotal;
   std::string out;
@@ -89,7 +138,12 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
   for (const auto& function : report.functions) {
     const LatencyHistogram& h = total ? function.total : function.interval;
     const LostCounts& lost = total ? function.total_lost : function.interval_lost;
-    out += fmt::format("{}: {} calls\n", function.symbol, h.count());
+    if (function.series.any()) {
+      out += fmt::format("{}  {}: {} calls\n", function.symbol,
+                         format_series(function.series, report.series_folded), h.count());
+    } else {
+      out += fmt::format("{}: {} calls\n", function.symbol, h.count());
+    }
     out += format_histogram(h, options.unit_name);
     out += format_summary(h, lost);
     const auto& split = total ? function.total_split : function.interval_split;

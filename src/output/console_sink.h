@@ -1,5 +1,6 @@
 // The classic funclatency console output: per function a header, the log2
-// histogram in the display unit, and a summary line with percentiles.
+// histogram in the display unit, and a summary line with percentiles. With
+// --by the header names the series too: "slow_op  pid 1234 (target-app): 240 calls".
 #pragma once
 
 #include <cstdio>
@@ -35,6 +36,10 @@ std::string format_summary(const LatencyHistogram& histogram, const LostCounts& 
 std::string format_cpu_split(const CpuSplit& split, const LatencyHistogram& wall,
                              uint64_t split_unknown = 0);
 std::string format_duration(uint64_t ns);
+// --by: which series a function's header names, "pid 1234 (target-app)",
+// "cgroup /kubepods/... (container 3f2a1b2c3d4e, pod <uid>)", or for the
+// series over --max-series "other (N series folded over --max-series)".
+std::string format_series(const SeriesLabels& series, uint64_t series_folded);
 std::string format_report(const Report& report, const ConsoleOptions& options);
 
 }  // namespace funclatency

@@ -3,6 +3,10 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <utility>
+
+#include "common/utf8.h"
+
 namespace funclatency {
 namespace {
 
@@ -70,7 +74,22 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
     record["blocked"] = histogram_to_json(split->blocked);
     record["split_unknown"] = lost.split_unknown;
   }
-  if (function.pid) record["pid"] = function.pid;
+  // --by: the series' own pid wins over -p's; they mean the same process.
+  if (function.series.pid) {
+    record["pid"] = *function.series.pid;
+  } else if (function.pid) {
+    record["pid"] = function.pid;
+  }
+  // Names a process or a runtime chose need not be UTF-8 (a comm cut at 15
+  // bytes may end mid-character), and JSON text must be.
+  for (const auto& [key, value] :
+       {std::pair{"comm", &function.series.comm}, std::pair{"cgroup", &function.series.cgroup},
+        std::pair{"container_id", &function.series.container_id},
+        std::pair{"pod_uid", &function.series.pod_uid}}) {
+    if (*value) record[key] = to_valid_utf8(**value);
+  }
+  if (function.series.other) record["series"] = "other";
+  if (report.series_folded) record["series_folded"] = report.series_folded;
   return record;
 }
 

@@ -39,6 +39,18 @@ struct CpuSplit {
   LatencyHistogram blocked;   // switched out while sleeping: a lock, I/O, a sleep
 };
 
+// --by pid|comm|cgroup: which series of a function a report is. All unset
+// without --by (the whole function, as before).
+struct SeriesLabels {
+  std::optional<int> pid;                   // --by pid: the process
+  std::optional<std::string> comm;          // --by comm (and with pid: the process's command)
+  std::optional<std::string> cgroup;        // --by cgroup: path below the cgroup v2 mount
+  std::optional<std::string> container_id;  // from the cgroup path, where a runtime named it
+  std::optional<std::string> pod_uid;       // likewise, for a Kubernetes pod
+  bool other = false;  // the calls of series beyond --max-series, folded into one
+  bool any() const { return pid || comm || cgroup || other; }
+};
+
 // One traced function (or, with --merge, one group of functions).
 struct FunctionReport {
   std::string symbol;  // as the user reads it (demangled)
@@ -53,6 +65,7 @@ struct FunctionReport {
   // With --cpu-split: the split of `interval` and of `total`.
   std::optional<CpuSplit> interval_split;
   std::optional<CpuSplit> total_split;
+  SeriesLabels series;  // with --by: which part of the function's calls
 };
 
 struct Report {
@@ -63,6 +76,7 @@ struct Report {
   std::chrono::system_clock::time_point time;  // end of the interval
   std::vector<FunctionReport> functions;
   uint64_t ringbuf_dropped_total = 0;  // sum of LostCounts::ringbuf over functions
+  uint64_t series_folded = 0;  // --by: series folded into `other` (over --max-series) so far
 };
 
 }  // namespace funclatency

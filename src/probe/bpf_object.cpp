@@ -4,6 +4,9 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <utility>
+
 #include "probe/privileges.h"
 
 extern "C" {
@@ -21,12 +24,12 @@ static_assert(sizeof(fl_fn_stats) == 4 * 8 + FL_NUM_BUCKETS * 8);
 static_assert(sizeof(fl_fn_lost) == 4 * 8);
 static_assert(sizeof(fl_fn_config) == 24);
 static_assert(sizeof(fl_frame) == 24);
-static_assert(sizeof(fl_event_split) == 32);
+static_assert(sizeof(fl_event_ext) == 64);
+static_assert(sizeof(fl_series_key) == 40);
 static_assert(sizeof(fl_switch_marks) == 32);
 static_assert(sizeof(fl_shadow_stack) ==
               8 + FL_MAX_DEPTH * sizeof(fl_frame) + FL_MAX_DEPTH * sizeof(fl_switch_marks));
 static_assert(sizeof(fl_thread_switches) == 40);
-
 
 static_assert(sizeof(fl_go_key) == 16);
 static_assert(sizeof(fl_go_stack) == 8 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
@@ -65,6 +68,23 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   if (int rc = bpf_map__set_max_entries(skeleton->maps.events, options.ringbuf_bytes); rc < 0) {
     return fail("size the BPF ring buffer", rc);
   }
+  skeleton->rodata->series_by = options.series_by;
+  skeleton->rodata->cgroup_filters = static_cast<uint32_t>(options.cgroup_fds.size());
+  if (options.cgroup_fds.size() > FL_MAX_CGROUP_FILTERS) {
+    funclatency_bpf::destroy(skeleton);
+    return bad_input(fmt::format("{} cgroups given, at most {}", options.cgroup_fds.size(),
+                                 FL_MAX_CGROUP_FILTERS));
+  }
+  if (options.series_by) {
+    // A series per part with --cpu-split; room for the folded ones' count.
+    const uint32_t parts = options.cpu_split ? FL_CALL_PARTS : 1;
+    for (auto [map, size] : {std::pair{skeleton->maps.series_stats, options.max_series * parts},
+                             std::pair{skeleton->maps.folded_series, 16384u}}) {
+      if (int rc = bpf_map__set_max_entries(map, std::max(size, 1u)); rc < 0) {
+        return fail(fmt::format("size BPF map {}", bpf_map__name(map)), rc);
+      }
+    }
+  }
   // The goroutine map is preallocated (LRU): no memory for it unless Go code is traced.
   if (!options.go_programs) {
     if (int rc = bpf_map__set_max_entries(skeleton->maps.go_stacks, 1); rc < 0) {
@@ -87,6 +107,12 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   if (int rc = funclatency_bpf::load(skeleton); rc < 0) return fail("load BPF programs", rc);
 
   auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));
+  for (uint32_t index = 0; index < options.cgroup_fds.size(); index++) {
+    int fd = options.cgroup_fds[index];
+    if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_filter), &index, &fd, BPF_ANY) < 0) {
+      return runtime_error("set the -c cgroup filter", errno);
+    }
+  }
   object->options_.function_flags.resize(entries, 0);
   object->options_.function_subtract_ns.resize(entries, 0);
   object->options_.function_goid_offset.resize(entries, 0);
@@ -144,6 +170,12 @@ int BpfObject::fn_config_fd() const {
 }
 int BpfObject::events_fd() const {
   return bpf_map__fd(skeleton_->maps.events);
+}
+int BpfObject::series_stats_fd() const {
+  return bpf_map__fd(skeleton_->maps.series_stats);
+}
+uint64_t BpfObject::series_folded() const {
+  return __atomic_load_n(&skeleton_->bss->series_folded, __ATOMIC_RELAXED);
 }
 
 fl_fn_config BpfObject::config_of(uint32_t fn_id, uint32_t mode) const {

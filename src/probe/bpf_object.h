@@ -32,6 +32,11 @@ struct LoadOptions {
   // --cpu-split: the sched_switch program, and FL_CALL_PARTS fn_stats entries
   // per function (enum fl_call_part).
   bool cpu_split = false;
+  // --by: FL_BY_* bits, and the series the kernel keeps apart at most.
+  uint32_t series_by = 0;
+  uint32_t max_series = 1000;
+  // -c/--cgroup: open directory fds of the cgroups to trace (borrowed).
+  std::vector<int> cgroup_fds;
 };
 
 class BpfObject {
@@ -51,6 +56,9 @@ class BpfObject {
   int fn_lost_fd() const;
   int fn_config_fd() const;
   int events_fd() const;
+  int series_stats_fd() const;
+  // --by in kernel mode: series folded into `other` so far (bounded count).
+  uint64_t series_folded() const;
   uint32_t num_functions() const { return options_.num_functions; }
   const LoadOptions& options() const { return options_; }
 

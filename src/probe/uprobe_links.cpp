@@ -105,15 +105,15 @@ ProbeGroups group_probe_points(std::span<const ProbeSite> sites, std::span<const
     const ProbePlan& plan = plans[index];
     uint64_t entry = site.file_offset + plan.entry_skip;
     const bool go = plan.goroutine_keyed;
-    groups[{site.binary, go ? ProbeKind::kGoEntry : ProbeKind::kEntry}].push_back(
+    groups[{site.openable_path(), go ? ProbeKind::kGoEntry : ProbeKind::kEntry}].push_back(
         {entry, fn_id, &site});
     if (plan.use_ret_instructions) {
       const ProbeKind exit = go ? ProbeKind::kGoRetInstruction : ProbeKind::kRetInstruction;
       for (uint64_t ret : plan.ret_file_offsets) {
-        groups[{site.binary, exit}].push_back({ret, fn_id, &site});
+        groups[{site.openable_path(), exit}].push_back({ret, fn_id, &site});
       }
     } else {
-      groups[{site.binary, ProbeKind::kReturn}].push_back({entry, fn_id, &site});
+      groups[{site.openable_path(), ProbeKind::kReturn}].push_back({entry, fn_id, &site});
     }
   }
   return groups;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "report/bucket_math.h"
@@ -168,6 +169,7 @@ struct Geometry {
   uint32_t min_row = 0, max_row = 0;
   double row_height = 18, column_width = 1, plot_height = 0;
   uint64_t unit_ns = 1000;
+  uint64_t max_count = 0;  // the fullest cell: the top of the colour scale
 
   double row_top(uint32_t row) const { return kTop + (max_row - row) * row_height; }
   // y of a duration: log2 position inside the rows (linear in row 0).
@@ -201,45 +203,49 @@ std::string percentile_path(const std::vector<Column>& columns, const Geometry& 
       d, name, points);
 }
 
-std::string heatmap(const Series& series, const std::vector<Column>& columns, uint64_t unit_ns,
-                    double run_start) {
+// The layout of a heatmap: the rows that hold calls, and the sizes that fit
+// them and the columns into the plot. Nothing when no column has a call.
+std::optional<Geometry> heatmap_geometry(const std::vector<Column>& columns, uint64_t unit_ns) {
   Geometry g;
   g.unit_ns = unit_ns;
   bool any = false;
-  uint64_t max_count = 0;
   for (const Column& column : columns) {
     for (uint32_t row = 0; row < column.rows.size(); ++row) {
       if (column.rows[row] == 0) continue;
       if (!any || row < g.min_row) g.min_row = row;
       if (!any || row > g.max_row) g.max_row = row;
       any = true;
-      max_count = std::max(max_count, column.rows[row]);
+      g.max_count = std::max(g.max_count, column.rows[row]);
     }
   }
-  if (!any) return "<p class=\"note no-calls\">No calls in any interval.</p>\n";
+  if (!any) return std::nullopt;
   const uint32_t rows = g.max_row - g.min_row + 1;
   g.row_height = std::clamp(360.0 / rows, 12.0, 26.0);
   g.plot_height = rows * g.row_height;
   g.column_width = kPlotWidth / static_cast<double>(columns.size());
-  const double width = kLeft + kPlotWidth + kRight + 90;
-  const double height = kTop + g.plot_height + kBottom;
-  std::string svg = fmt::format(
-      "<svg class=\"heatmap\" width=\"{:.0f}\" height=\"{:.0f}\" data-columns=\"{}\" "
-      "data-intervals=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n"
-      "<rect class=\"plot-bg\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{:.1f}\"/>\n",
-      width, height, columns.size(), series.intervals.size(), kLeft, kTop, kPlotWidth,
-      g.plot_height);
-  // Rows: labels and grid.
+  return g;
+}
+
+// The latency axis: a label and a grid line per row.
+std::string row_grid(const Geometry& g) {
+  std::string svg;
   for (uint32_t row = g.min_row; row <= g.max_row; ++row) {
     const double y = g.row_top(row);
     svg += fmt::format(
         "<line class=\"grid\" x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\"/>"
         "<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>\n",
         kLeft, kLeft + kPlotWidth, y, y, kLeft - 6, y + g.row_height / 2 + 4,
-        row_label(row, unit_ns));
+        row_label(row, g.unit_ns));
   }
-  // Cells.
-  const double log_max = std::log(static_cast<double>(std::max<uint64_t>(max_count, 2)));
+  return svg;
+}
+
+// One rect per non-empty cell, coloured by its count on a log scale; its
+// <title> is the tooltip.
+std::string heatmap_cells(const Series& series, const std::vector<Column>& columns,
+                          const Geometry& g) {
+  std::string svg;
+  const double log_max = std::log(static_cast<double>(std::max<uint64_t>(g.max_count, 2)));
   for (size_t c = 0; c < columns.size(); ++c) {
     const Column& column = columns[c];
     const std::string when =
@@ -255,13 +261,22 @@ std::string heatmap(const Series& series, const std::vector<Column>& columns, ui
           "fill=\"{}\"><title>{}, {}: {} calls</title></rect>\n",
           column.first, column.last, row, count, kLeft + c * g.column_width, g.row_top(row),
           g.column_width, g.row_height, color(std::log(static_cast<double>(count)) / log_max),
-          escape(when), row_label(row, unit_ns), count);
+          escape(when), row_label(row, g.unit_ns), count);
     }
   }
-  svg += percentile_path(columns, g, &Column::p99, "p99");
-  svg += percentile_path(columns, g, &Column::p95, "p95");
-  svg += percentile_path(columns, g, &Column::p50, "p50");
-  // Lost calls and mode changes on the time axis.
+  return svg;
+}
+
+// p99 first, so that p50 is drawn on top.
+std::string percentile_paths(const std::vector<Column>& columns, const Geometry& g) {
+  return percentile_path(columns, g, &Column::p99, "p99") +
+         percentile_path(columns, g, &Column::p95, "p95") +
+         percentile_path(columns, g, &Column::p50, "p50");
+}
+
+// Lost calls and mode changes on the time axis.
+std::string column_marks(const std::vector<Column>& columns, const Geometry& g) {
+  std::string svg;
   for (size_t c = 0; c < columns.size(); ++c) {
     const Column& column = columns[c];
     const double x = g.x_of(c);
@@ -282,10 +297,16 @@ std::string heatmap(const Series& series, const std::vector<Column>& columns, ui
           kTop + g.plot_height + 32);
     }
   }
-  // Time axis: about eight ticks, seconds since the run's first interval.
+  return svg;
+}
+
+// The axis lines, the time ticks (about eight, seconds since the run's first
+// interval) and both axis titles.
+std::string axes(const Series& series, const std::vector<Column>& columns, const Geometry& g,
+                 double run_start) {
   const double axis_y = kTop + g.plot_height;
-  svg += fmt::format("<path class=\"axis\" d=\"M{},{} V{:.1f} H{}\"/>\n", kLeft, kTop, axis_y,
-                     kLeft + kPlotWidth);
+  std::string svg = fmt::format("<path class=\"axis\" d=\"M{},{} V{:.1f} H{}\"/>\n", kLeft, kTop,
+                                axis_y, kLeft + kPlotWidth);
   const size_t step = std::max<size_t>(1, columns.size() / 8);
   for (size_t c = 0; c < columns.size(); c += step) {
     const double x = g.x_of(c);
@@ -303,10 +324,16 @@ std::string heatmap(const Series& series, const std::vector<Column>& columns, ui
   svg += fmt::format(
       "<text transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">latency "
       "({})</text>\n",
-      kTop + g.plot_height / 2, unit_name(unit_ns));
-  // Legend: colour per calls in a cell, log scale.
+      kTop + g.plot_height / 2, unit_name(g.unit_ns));
+  return svg;
+}
+
+// Right of the plot: the colour scale (calls in a cell, log scale, up to the
+// fullest cell) and the key to the lines and marks.
+std::string legend(const Geometry& g) {
   const double lx = kLeft + kPlotWidth + 20;
-  svg += "<defs><linearGradient id=\"legend-gradient\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
+  std::string svg =
+      "<defs><linearGradient id=\"legend-gradient\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">";
   for (size_t i = 0; i < kPalette.size(); ++i) {
     svg += fmt::format("<stop offset=\"{:.2f}\" stop-color=\"{}\"/>",
                        static_cast<double>(i) / (kPalette.size() - 1),
@@ -317,13 +344,35 @@ std::string heatmap(const Series& series, const std::vector<Column>& columns, ui
       "height=\"120\" fill=\"url(#legend-gradient)\"/><text x=\"{2}\" y=\"{3}\">{4}</text>"
       "<text x=\"{2}\" y=\"{5}\">1</text><text x=\"{0}\" y=\"{6}\">calls</text>"
       "<text x=\"{0}\" y=\"{7}\">(log)</text></g>\n",
-      lx, kTop, lx + 18, kTop + 10, max_count, kTop + 120, kTop + 136, kTop + 148);
+      lx, kTop, lx + 18, kTop + 10, g.max_count, kTop + 120, kTop + 136, kTop + 148);
   svg += fmt::format(
       "<g class=\"key\"><text x=\"{0}\" y=\"{1}\" class=\"p50-key\" fill=\"#555\">&#9644; p50 "
       "(white)</text><text x=\"{0}\" y=\"{2}\" fill=\"#ff8c00\">&#9644; p95</text><text "
       "x=\"{0}\" y=\"{3}\" fill=\"#e8175d\">&#9644; p99</text><text x=\"{0}\" y=\"{4}\" "
       "fill=\"#d11\">&#9660; lost</text></g>\n",
       lx, kTop + 170, kTop + 184, kTop + 198, kTop + 212);
+  return svg;
+}
+
+std::string heatmap(const Series& series, const std::vector<Column>& columns, uint64_t unit_ns,
+                    double run_start) {
+  const std::optional<Geometry> layout = heatmap_geometry(columns, unit_ns);
+  if (!layout) return "<p class=\"note no-calls\">No calls in any interval.</p>\n";
+  const Geometry& g = *layout;
+  const double width = kLeft + kPlotWidth + kRight + 90;
+  const double height = kTop + g.plot_height + kBottom;
+  std::string svg = fmt::format(
+      "<svg class=\"heatmap\" width=\"{:.0f}\" height=\"{:.0f}\" data-columns=\"{}\" "
+      "data-intervals=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+      "<rect class=\"plot-bg\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{:.1f}\"/>\n",
+      width, height, columns.size(), series.intervals.size(), kLeft, kTop, kPlotWidth,
+      g.plot_height);
+  svg += row_grid(g);
+  svg += heatmap_cells(series, columns, g);
+  svg += percentile_paths(columns, g);
+  svg += column_marks(columns, g);
+  svg += axes(series, columns, g, run_start);
+  svg += legend(g);
   return svg + "</svg>\n";
 }
 

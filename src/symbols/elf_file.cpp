@@ -101,6 +101,122 @@ std::optional<DebugLink> parse_debug_link(Elf_Data* data) {
   return link;
 }
 
+// The libelf handle on the image, once it is known to be ELF at all.
+Result<ElfHandle> open_elf(uint8_t* image, size_t size, const std::string& name) {
+  if (elf_version(EV_CURRENT) == EV_NONE) {
+    return runtime_error("initialise libelf: " + libelf_message());
+  }
+  ElfHandle elf(elf_memory(reinterpret_cast<char*>(image), size));
+  if (!elf) return bad_input(name + " is not an ELF file: " + libelf_message());
+  if (elf_kind(elf.get()) != ELF_K_ELF) return bad_input(name + " is not an ELF file");
+  return elf;
+}
+
+// The file header: an executable or shared object whose header tables lie
+// inside the file.
+Result<void> check_header(Elf* elf, size_t file_size, const std::string& name) {
+  GElf_Ehdr header;
+  if (gelf_getehdr(elf, &header) == nullptr) {
+    return bad_input(name + " is a malformed ELF file (header): " + libelf_message());
+  }
+  if (header.e_type != ET_EXEC && header.e_type != ET_DYN) {
+    return bad_input(name + " is not an executable or shared library (ELF type " +
+                     std::to_string(header.e_type) + ")");
+  }
+  // A cut-off copy keeps a valid header; its tables then point past the end,
+  // where libelf would quietly find no sections (and the file would look
+  // stripped).
+  const uint64_t program_headers_end =
+      header.e_phoff + uint64_t{header.e_phnum} * header.e_phentsize;
+  const uint64_t section_headers_end =
+      header.e_shoff + uint64_t{header.e_shnum} * header.e_shentsize;
+  if (program_headers_end > file_size || section_headers_end > file_size) {
+    return bad_input(name + " is a malformed ELF file: its headers extend past the end of " +
+                     "the file (truncated?)");
+  }
+  return {};
+}
+
+// The PT_LOAD program headers, in file order.
+Result<std::vector<LoadSegment>> read_load_segments(Elf* elf, const std::string& name) {
+  size_t program_header_count = 0;
+  if (elf_getphdrnum(elf, &program_header_count) != 0) {
+    return bad_input(name + " is a malformed ELF file (program headers): " + libelf_message());
+  }
+  std::vector<LoadSegment> segments;
+  for (size_t i = 0; i < program_header_count; ++i) {
+    GElf_Phdr program_header;
+    if (gelf_getphdr(elf, static_cast<int>(i), &program_header) == nullptr) {
+      return bad_input(name + " is a malformed ELF file (program header " + std::to_string(i) +
+                       "): " + libelf_message());
+    }
+    if (program_header.p_type != PT_LOAD) continue;
+    segments.push_back(LoadSegment{.address = program_header.p_vaddr,
+                                   .file_offset = program_header.p_offset,
+                                   .file_size = program_header.p_filesz,
+                                   .memory_size = program_header.p_memsz,
+                                   .executable = (program_header.p_flags & PF_X) != 0});
+  }
+  return segments;
+}
+
+// What load keeps from the sections' data, beyond their headers.
+struct SectionContents {
+  std::vector<ElfSymbol> symbols;
+  bool has_symtab = false;
+  std::optional<std::string> build_id;  // from the first note that has one
+  std::optional<DebugLink> debug_link;
+};
+
+// The defined, named functions of one symbol table (.symtab or .dynsym).
+void read_function_symbols(Elf* elf, Elf_Data* data, const GElf_Shdr& header,
+                           size_t symbol_entry_size, std::vector<ElfSymbol>& symbols) {
+  const bool dynamic = header.sh_type == SHT_DYNSYM;
+  const size_t count = data->d_size / symbol_entry_size;
+  for (size_t i = 0; i < count; ++i) {
+    GElf_Sym symbol;
+    if (gelf_getsym(data, static_cast<int>(i), &symbol) == nullptr) break;
+    const int type = GELF_ST_TYPE(symbol.st_info);
+    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
+    if (symbol.st_shndx == SHN_UNDEF) continue;
+    const char* symbol_name = elf_strptr(elf, header.sh_link, static_cast<size_t>(symbol.st_name));
+    if (symbol_name == nullptr || *symbol_name == '\0') continue;
+    symbols.push_back(ElfSymbol{.name = symbol_name,
+                                .address = symbol.st_value,
+                                .size = symbol.st_size,
+                                .binding = static_cast<uint8_t>(GELF_ST_BIND(symbol.st_info)),
+                                .ifunc = type == STT_GNU_IFUNC,
+                                .dynamic = dynamic});
+  }
+}
+
+// The data of one section, if it is a symbol table, a note (build-id) or
+// .gnu_debuglink; other sections, and those without bytes in the file, add
+// nothing.
+void read_section_contents(Elf* elf, Elf_Scn* section, const GElf_Shdr& header,
+                           const char* section_name, size_t symbol_entry_size,
+                           SectionContents& contents) {
+  if (header.sh_type == SHT_NOBITS) return;
+  const bool is_symbol_table = header.sh_type == SHT_SYMTAB || header.sh_type == SHT_DYNSYM;
+  const bool is_note = header.sh_type == SHT_NOTE;
+  const bool is_debug_link =
+      section_name != nullptr && std::strcmp(section_name, ".gnu_debuglink") == 0;
+  if (!is_symbol_table && !is_note && !is_debug_link) return;
+
+  Elf_Data* data = elf_getdata(section, nullptr);
+  if (data == nullptr || data->d_buf == nullptr || data->d_size == 0) return;
+  if (is_note) {
+    if (!contents.build_id) contents.build_id = build_id_from_notes(data);
+    return;
+  }
+  if (is_debug_link) {
+    contents.debug_link = parse_debug_link(data);
+    return;
+  }
+  if (header.sh_type == SHT_SYMTAB) contents.has_symtab = true;
+  read_function_symbols(elf, data, header, symbol_entry_size, contents.symbols);
+}
+
 }  // namespace
 
 Result<ElfFile> ElfFile::open(const std::string& path) {
@@ -153,110 +269,45 @@ Result<ElfFile> ElfFile::parse(std::span<const uint8_t> bytes, std::string name)
 
 Result<void> ElfFile::load(const char* what) {
   const std::string name(what);
-  if (elf_version(EV_CURRENT) == EV_NONE) {
-    return runtime_error("initialise libelf: " + libelf_message());
+  auto elf = open_elf(image_->data, image_->size, name);
+  if (!elf) return std::unexpected(elf.error());
+  if (auto checked = check_header(elf->get(), image_->size, name); !checked) {
+    return std::unexpected(checked.error());
   }
-  ElfHandle elf(elf_memory(reinterpret_cast<char*>(image_->data), image_->size));
-  if (!elf) return bad_input(name + " is not an ELF file: " + libelf_message());
-  if (elf_kind(elf.get()) != ELF_K_ELF) return bad_input(name + " is not an ELF file");
-  GElf_Ehdr header;
-  if (gelf_getehdr(elf.get(), &header) == nullptr) {
-    return bad_input(name + " is a malformed ELF file (header): " + libelf_message());
-  }
-  if (header.e_type != ET_EXEC && header.e_type != ET_DYN) {
-    return bad_input(name + " is not an executable or shared library (ELF type " +
-                     std::to_string(header.e_type) + ")");
-  }
-
-  // A cut-off copy keeps a valid header; its tables then point past the end,
-  // where libelf would quietly find no sections (and the file would look
-  // stripped).
-  const uint64_t program_headers_end =
-      header.e_phoff + uint64_t{header.e_phnum} * header.e_phentsize;
-  const uint64_t section_headers_end =
-      header.e_shoff + uint64_t{header.e_shnum} * header.e_shentsize;
-  if (program_headers_end > image_->size || section_headers_end > image_->size) {
-    return bad_input(name + " is a malformed ELF file: its headers extend past the end of the "
-                            "file (truncated?)");
-  }
-
-  size_t program_header_count = 0;
-  if (elf_getphdrnum(elf.get(), &program_header_count) != 0) {
-    return bad_input(name + " is a malformed ELF file (program headers): " + libelf_message());
-  }
-  for (size_t i = 0; i < program_header_count; ++i) {
-    GElf_Phdr program_header;
-    if (gelf_getphdr(elf.get(), static_cast<int>(i), &program_header) == nullptr) {
-      return bad_input(name + " is a malformed ELF file (program header " + std::to_string(i) +
-                       "): " + libelf_message());
-    }
-    if (program_header.p_type != PT_LOAD) continue;
-    segments_.push_back(LoadSegment{.address = program_header.p_vaddr,
-                                    .file_offset = program_header.p_offset,
-                                    .file_size = program_header.p_filesz,
-                                    .memory_size = program_header.p_memsz,
-                                    .executable = (program_header.p_flags & PF_X) != 0});
-  }
+  auto segments = read_load_segments(elf->get(), name);
+  if (!segments) return std::unexpected(segments.error());
+  segments_ = std::move(*segments);
 
   size_t section_names_index = 0;
-  if (elf_getshdrstrndx(elf.get(), &section_names_index) != 0) {
+  if (elf_getshdrstrndx(elf->get(), &section_names_index) != 0) {
     return bad_input(name + " is a malformed ELF file (section names): " + libelf_message());
   }
-  const size_t symbol_entry_size = gelf_fsize(elf.get(), ELF_T_SYM, 1, EV_CURRENT);
+  const size_t symbol_entry_size = gelf_fsize(elf->get(), ELF_T_SYM, 1, EV_CURRENT);
   if (symbol_entry_size == 0) return bad_input(name + " is a malformed ELF file (ELF class)");
 
-  for (Elf_Scn* section = elf_nextscn(elf.get(), nullptr); section != nullptr;
-       section = elf_nextscn(elf.get(), section)) {
-    GElf_Shdr section_header;
-    if (gelf_getshdr(section, &section_header) == nullptr) {
+  // Each section is read as its header is: libelf may convert a section's
+  // data in place, so this keeps the order in which the image is looked at.
+  SectionContents contents;
+  for (Elf_Scn* section = elf_nextscn(elf->get(), nullptr); section != nullptr;
+       section = elf_nextscn(elf->get(), section)) {
+    GElf_Shdr header;
+    if (gelf_getshdr(section, &header) == nullptr) {
       return bad_input(name + " is a malformed ELF file (section header): " + libelf_message());
     }
-    const char* section_name = elf_strptr(elf.get(), section_names_index, section_header.sh_name);
+    const char* section_name = elf_strptr(elf->get(), section_names_index, header.sh_name);
     if (section_name != nullptr) {
       sections_.push_back(SectionHeader{.name = section_name,
-                                        .address = section_header.sh_addr,
-                                        .file_offset = section_header.sh_offset,
-                                        .size = section_header.sh_size,
-                                        .in_file = section_header.sh_type != SHT_NOBITS});
+                                        .address = header.sh_addr,
+                                        .file_offset = header.sh_offset,
+                                        .size = header.sh_size,
+                                        .in_file = header.sh_type != SHT_NOBITS});
     }
-    if (section_header.sh_type == SHT_NOBITS) continue;
-    const bool is_symbol_table =
-        section_header.sh_type == SHT_SYMTAB || section_header.sh_type == SHT_DYNSYM;
-    const bool is_note = section_header.sh_type == SHT_NOTE;
-    const bool is_debug_link =
-        section_name != nullptr && std::strcmp(section_name, ".gnu_debuglink") == 0;
-    if (!is_symbol_table && !is_note && !is_debug_link) continue;
-
-    Elf_Data* data = elf_getdata(section, nullptr);
-    if (data == nullptr || data->d_buf == nullptr || data->d_size == 0) continue;
-    if (is_note) {
-      if (!build_id_) build_id_ = build_id_from_notes(data);
-      continue;
-    }
-    if (is_debug_link) {
-      debug_link_ = parse_debug_link(data);
-      continue;
-    }
-    const bool dynamic = section_header.sh_type == SHT_DYNSYM;
-    if (!dynamic) has_symtab_ = true;
-    const size_t count = data->d_size / symbol_entry_size;
-    for (size_t i = 0; i < count; ++i) {
-      GElf_Sym symbol;
-      if (gelf_getsym(data, static_cast<int>(i), &symbol) == nullptr) break;
-      const int type = GELF_ST_TYPE(symbol.st_info);
-      if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
-      if (symbol.st_shndx == SHN_UNDEF) continue;
-      const char* symbol_name =
-          elf_strptr(elf.get(), section_header.sh_link, static_cast<size_t>(symbol.st_name));
-      if (symbol_name == nullptr || *symbol_name == '\0') continue;
-      symbols_.push_back(ElfSymbol{.name = symbol_name,
-                                   .address = symbol.st_value,
-                                   .size = symbol.st_size,
-                                   .binding = static_cast<uint8_t>(GELF_ST_BIND(symbol.st_info)),
-                                   .ifunc = type == STT_GNU_IFUNC,
-                                   .dynamic = dynamic});
-    }
+    read_section_contents(elf->get(), section, header, section_name, symbol_entry_size, contents);
   }
+  symbols_ = std::move(contents.symbols);
+  has_symtab_ = contents.has_symtab;
+  build_id_ = std::move(contents.build_id);
+  debug_link_ = std::move(contents.debug_link);
   return {};
 }
 

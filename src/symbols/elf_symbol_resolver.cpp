@@ -16,6 +16,7 @@
 #include "symbols/go_binary.h"
 #include "symbols/ifunc_target.h"
 #include "symbols/name_matcher.h"
+#include "symbols/process_files.h"
 
 namespace funclatency {
 
@@ -202,6 +203,9 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
   auto table_result = symbols_of(path);
   if (!table_result) return std::unexpected(table_result.error());
   const SymbolTable& table = **table_result;
+  // Users read the path the process knows; probes attach through ours.
+  const std::string shown_path = options.pid ? path_in_process(*options.pid, path) : path;
+  const std::string attach_path = shown_path == path ? std::string() : path;
 
   // Matching names, grouped by address: aliases are one function.
   std::map<uint64_t, std::vector<const Function*>> by_address;
@@ -216,11 +220,12 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
     if (table.functions.empty()) {
       hint = "it has no function symbols: stripped, and no debug file found";
     }
-    return bad_input(matcher->describe_no_match() + " in " + path, hint);
+    return bad_input(matcher->describe_no_match() + " in " + shown_path, hint);
   }
 
   Resolution resolution;
-  resolution.binary = path;
+  resolution.binary = shown_path;
+  resolution.attach_path = attach_path;
   resolution.symbol_file = table.symbol_file;
   for (const auto& [address, aliases] : by_address) {
     const Function& shown = **std::min_element(
@@ -231,12 +236,13 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
     Function extent = shown;
     extent.size = size;
     if (std::string reason = refusal_reason(extent, table); !reason.empty()) {
-      resolution.refused.push_back(
-          RefusedFunction{path, shown.demangled, shown.raw, address, size, std::move(reason)});
+      resolution.refused.push_back(RefusedFunction{shown_path, shown.demangled, shown.raw, address,
+                                                   size, std::move(reason)});
       continue;
     }
     ProbeSite site;
-    site.binary = path;
+    site.binary = shown_path;
+    site.attach_path = attach_path;
     site.symbol = shown.demangled;
     site.raw_symbol = shown.raw;
     site.address = address;
@@ -250,16 +256,16 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
   if (resolution.sites.empty()) {
     const RefusedFunction& first = resolution.refused.front();
     if (matcher->is_exact()) {
-      return bad_input("function \"" + first.symbol + "\" in " + path + " cannot be probed: it " +
-                       first.reason);
+      return bad_input("function \"" + first.symbol + "\" in " + shown_path +
+                       " cannot be probed: it " + first.reason);
     }
     return bad_input(
-        matcher->describe() + " in " + path + " matches only functions that cannot be probed",
+        matcher->describe() + " in " + shown_path + " matches only functions that cannot be probed",
         "e.g. \"" + first.symbol + "\" " + first.reason);
   }
   if (resolution.sites.size() > options.max_matches) {
     return bad_input(matcher->describe() + " matches " + std::to_string(resolution.sites.size()) +
-                         " functions in " + path + ", more than the limit of " +
+                         " functions in " + shown_path + ", more than the limit of " +
                          std::to_string(options.max_matches),
                      "narrow the pattern, or raise the limit with --max-functions N");
   }

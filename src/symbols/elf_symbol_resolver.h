@@ -26,8 +26,9 @@ struct RefusedFunction {
 };
 
 struct Resolution {
-  std::string binary;                    // absolute path of the file probes attach to
-  std::string symbol_file;               // where the symbols came from: `binary` or its debug file
+  std::string binary;                    // the file's path as the traced process knows it
+  std::string attach_path;               // the path probes attach to (ProbeSite::attach_path)
+  std::string symbol_file;               // where the symbols came from: the file or its debug file
   std::vector<ProbeSite> sites;          // ordered by address
   std::vector<RefusedFunction> refused;  // matched by a pattern but skipped
 };
@@ -56,7 +57,10 @@ class ElfSymbolResolver {
   // resolve(), with the binary and what was skipped.
   Result<Resolution> resolve_detailed(const TargetSpec& spec, const ResolveOptions& options);
   // Matches spec.function in the file at `path`, already located (e.g. a
-  // library the traced process mapped later). spec.binary is ignored.
+  // library the traced process mapped later). spec.binary is ignored. With
+  // options.pid, a path into the process's namespace ("/proc/PID/root/...")
+  // is reported as the process knows it (ProbeSite::binary) and attached
+  // through as it is (ProbeSite::attach_path).
   Result<Resolution> resolve_in_file(const std::string& path, const TargetSpec& spec,
                                      const ResolveOptions& options);
 

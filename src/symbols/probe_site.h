@@ -30,7 +30,9 @@ struct GoCode {
 // One function to probe. Where its probes go is the planner's decision
 // (src/probe/probe_plan.h), not the resolver's.
 struct ProbeSite {
-  std::string binary;        // absolute path of the ELF file that holds the code
+  // Absolute path of the ELF file that holds the code, as the traced process
+  // knows it (inside its container): the name reports show.
+  std::string binary;
   std::string symbol;        // the name users read (demangled for C++)
   std::string raw_symbol;    // the name in the symbol table (mangled)
   uint64_t address = 0;      // st_value
@@ -40,6 +42,12 @@ struct ProbeSite {
   // The mapped file the code is read from, shared with the resolver so the
   // planner does not read it again; null when the site was made by hand.
   std::shared_ptr<const ElfFile> file;
+  // The path funclatency opens and attaches probes to when `binary` cannot be
+  // (a file in another mount namespace: "/proc/PID/root/app/bin/server");
+  // empty when it is `binary`.
+  std::string attach_path;
+
+  const std::string& openable_path() const { return attach_path.empty() ? binary : attach_path; }
 };
 
 struct ResolveOptions {

@@ -21,6 +21,13 @@ bool same_file(const std::string& a, const std::string& b) {
          first.st_dev == second.st_dev && first.st_ino == second.st_ino;
 }
 
+// Both exist and are not the same file.
+bool different_files(const std::string& a, const std::string& b) {
+  struct stat first, second;
+  return stat(a.c_str(), &first) == 0 && stat(b.c_str(), &second) == 0 &&
+         (first.st_dev != second.st_dev || first.st_ino != second.st_ino);
+}
+
 constexpr std::string_view kDeletedSuffix = " (deleted)";
 
 }  // namespace
@@ -35,7 +42,26 @@ Result<void> require_process(int pid) {
 
 std::string process_root_prefix(int pid) {
   const std::string root = proc_path(pid, "root");
-  return same_file(root, "/") ? std::string() : root;
+  // A private mount namespace usually keeps the same root directory: its own
+  // mounts are seen only through /proc/PID/root. Unreadable namespace links
+  // (another user's process) count as the same namespace.
+  const bool same_namespace = !different_files(proc_path(pid, "ns/mnt"), "/proc/self/ns/mnt");
+  return same_file(root, "/") && same_namespace ? std::string() : root;
+}
+
+std::string path_in_process(int pid, const std::string& openable) {
+  const std::string root = proc_path(pid, "root");
+  if (openable.starts_with(root + "/")) return openable.substr(root.size());
+  if (openable == proc_path(pid, "exe")) {
+    char buffer[PATH_MAX];
+    const ssize_t length = readlink(openable.c_str(), buffer, sizeof buffer - 1);
+    if (length > 0 && buffer[0] == '/') {
+      std::string path(buffer, static_cast<size_t>(length));
+      if (path.ends_with(kDeletedSuffix)) path.resize(path.size() - kDeletedSuffix.size());
+      return path;
+    }
+  }
+  return openable;
 }
 
 Result<std::string> process_executable(int pid) {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <system_error>
 #include <tuple>
+#include <utility>
 
 #include "common/utf8.h"
 
@@ -44,6 +45,18 @@ void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyVa
   add_attribute(attributes, "symbol", function.symbol);
   add_attribute(attributes, "binary", function.binary);
   if (options.pid_attribute && function.pid != 0) add_attribute(attributes, "pid", function.pid);
+  // --by: the series, as point attributes (one exporter reports many
+  // processes, so they cannot be resource attributes), named by the
+  // semantic conventions where they have a name.
+  const SeriesLabels& series = function.series;
+  if (series.pid) add_attribute(attributes, "process.pid", int64_t{*series.pid});
+  for (const auto& [key, value] :
+       {std::pair{"process.executable.name", &series.comm}, std::pair{"cgroup", &series.cgroup},
+        std::pair{"container.id", &series.container_id},
+        std::pair{"k8s.pod.uid", &series.pod_uid}}) {
+    if (*value) add_attribute(attributes, key, **value);
+  }
+  if (series.other) add_attribute(attributes, "series", "other");
 }
 
 // Resource attributes in precedence order: detected values, then

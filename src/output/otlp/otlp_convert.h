@@ -95,6 +95,11 @@ std::string exponential_metric_name(uint64_t unit_ns,
 // the display unit, one fewer than the console has rows.
 std::vector<double> explicit_bounds_ms(uint64_t unit_ns);
 
+// Every point carries `symbol` and `binary` (and `pid` with
+// --otlp-pid-attribute); with --by, its series' process.pid,
+// process.executable.name (comm), cgroup, container.id and k8s.pod.uid where
+// set, and series="other" for the calls folded over --max-series.
+//
 // Cumulative: each function's `total`, `total_split` and `total_lost`, start
 // = run_start. Delta: `interval`, `interval_split` and `interval_lost`, start
 // = interval_start (OtlpSink fills them with the change since its previous

@@ -2,13 +2,18 @@
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 #include <utility>
 
 namespace funclatency {
 namespace {
 
 bool same_series(const FunctionReport& a, const FunctionReport& b) {
-  return a.symbol == b.symbol && a.binary == b.binary && a.pid == b.pid;
+  auto labels = [](const SeriesLabels& s) {
+    return std::tie(s.pid, s.comm, s.cgroup, s.container_id, s.pod_uid, s.other);
+  };
+  return a.symbol == b.symbol && a.binary == b.binary && a.pid == b.pid &&
+         labels(a.series) == labels(b.series);
 }
 
 // The calls in `now` that are not in `before`, both running totals of one

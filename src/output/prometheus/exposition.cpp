@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "common/utf8.h"
@@ -74,18 +76,58 @@ void append_metadata(std::string& out, ExpositionFormat format, const std::strin
   }
 }
 
-// `{symbol="...",binary="..."` (and pid), left open for one more label.
-std::string series_labels(const FunctionMetrics& function) {
+// The labels after symbol and binary, in this order: pid (-p, or --by pid)
+// and the --by series' own.
+constexpr std::string_view kSeriesLabelNames[] = {"pid",          "comm",    "cgroup",
+                                                  "container_id", "pod_uid", "series"};
+constexpr size_t kSeriesLabelCount = std::size(kSeriesLabelNames);
+using SeriesLabelValues = std::array<std::optional<std::string>, kSeriesLabelCount>;
+
+SeriesLabelValues series_label_values(const FunctionMetrics& function) {
+  const SeriesLabels& series = function.series;
+  SeriesLabelValues values;
+  if (function.pid != 0) values[0] = std::to_string(function.pid);
+  values[1] = series.comm;
+  values[2] = series.cgroup;
+  values[3] = series.container_id;
+  values[4] = series.pod_uid;
+  if (series.other) values[5] = "other";
+  return values;
+}
+
+// Which labels every series of the scrape carries, empty where they do not
+// apply: those that one series has. Without --by pid, a pid label (from -p)
+// stays where it is set, as it always was.
+using SharedLabels = std::array<bool, kSeriesLabelCount>;
+SharedLabels shared_labels(const MetricsSnapshot& snapshot) {
+  SharedLabels shared{};
+  for (const FunctionMetrics& function : snapshot.functions) {
+    auto values = series_label_values(function);
+    shared[0] = shared[0] || function.series.pid.has_value();
+    for (size_t i = 1; i < kSeriesLabelCount; i++) shared[i] = shared[i] || values[i].has_value();
+  }
+  return shared;
+}
+
+// `{symbol="...",binary="..."` and the series labels, left open for one more
+// label.
+std::string series_labels(const FunctionMetrics& function, const SharedLabels& shared) {
   std::string labels = "{symbol=\"" + escape_label_value(function.symbol) + "\",binary=\"" +
                        escape_label_value(function.binary) + "\"";
-  if (function.pid != 0) labels += ",pid=\"" + std::to_string(function.pid) + "\"";
+  auto values = series_label_values(function);
+  for (size_t i = 0; i < kSeriesLabelCount; i++) {
+    if (!values[i] && !shared[i]) continue;
+    labels += ",";
+    labels += kSeriesLabelNames[i];
+    labels += "=\"" + escape_label_value(values[i].value_or("")) + "\"";
+  }
   return labels;
 }
 
-// One series of `family`: `totals`, labelled and in the unit of `function`.
+// One series of `family`: `totals`, labelled `labels` (series_labels) and in
+// the unit of `function`.
 void append_histogram(std::string& out, const std::string& family, const FunctionMetrics& function,
-                      const HistogramTotals& totals) {
-  std::string labels = series_labels(function);
+                      const std::string& labels, const HistogramTotals& totals) {
   // Kernel-side counters are read CPU by CPU while probes run, so the row sum
   // may briefly differ from the count; clamping keeps buckets cumulative and
   // +Inf equal to _count, as scrapers require.
@@ -105,9 +147,8 @@ void append_histogram(std::string& out, const std::string& family, const Functio
   out += '\n';
 }
 
-void append_lost(std::string& out, const std::string& sample_name,
-                 const FunctionMetrics& function) {
-  std::string labels = series_labels(function);
+void append_lost(std::string& out, const std::string& sample_name, const FunctionMetrics& function,
+                 const std::string& labels) {
   const std::pair<std::string_view, uint64_t> reasons[] = {
       {"unreturned", function.lost.unreturned},
       {"depth", function.lost.depth},
@@ -181,17 +222,27 @@ HistogramTotals& HistogramTotals::operator+=(const LatencyHistogram& histogram) 
 MetricsSnapshot snapshot_of(const Report& report) {
   MetricsSnapshot snapshot;
   snapshot.ringbuf_dropped_total = report.ringbuf_dropped_total;
-  std::map<std::tuple<std::string_view, std::string_view, int>, size_t> index_by_labels;
+  using OptionalText = std::optional<std::string_view>;
+  std::map<std::tuple<std::string_view, std::string_view, int, OptionalText, OptionalText,
+                      OptionalText, OptionalText, bool>,
+           size_t>
+      index_by_labels;
   snapshot.functions.reserve(report.functions.size());
   for (const FunctionReport& function : report.functions) {
+    const SeriesLabels& series = function.series;
+    // The series' pid wins over -p's: they name the same process.
+    int pid = series.pid.value_or(function.pid);
     auto key = std::make_tuple(std::string_view(function.symbol), std::string_view(function.binary),
-                               function.pid);
+                               pid, OptionalText(series.comm), OptionalText(series.cgroup),
+                               OptionalText(series.container_id), OptionalText(series.pod_uid),
+                               series.other);
     auto [it, inserted] = index_by_labels.try_emplace(key, snapshot.functions.size());
     if (inserted) {
       FunctionMetrics metrics;
       metrics.symbol = function.symbol;
       metrics.binary = function.binary;
-      metrics.pid = function.pid;
+      metrics.pid = pid;
+      metrics.series = series;
       metrics.unit_ns = function.total.unit_ns();
       snapshot.functions.push_back(std::move(metrics));
     }
@@ -217,16 +268,25 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
   append_metadata(out, format, names.latency, "histogram", "ms",
                   "Duration of calls to a traced function, entry to return, in milliseconds. "
                   "Buckets are the console's log2 rows.");
+  SharedLabels shared = shared_labels(snapshot);
+  std::vector<std::string> labels;
+  labels.reserve(snapshot.functions.size());
   for (const FunctionMetrics& function : snapshot.functions) {
-    append_histogram(out, names.latency, function, function);
+    labels.push_back(series_labels(function, shared));
+  }
+  for (size_t i = 0; i < snapshot.functions.size(); i++) {
+    append_histogram(out, names.latency, snapshot.functions[i], labels[i], snapshot.functions[i]);
   }
 
   if (std::ranges::any_of(snapshot.functions, [](const auto& f) { return f.split.has_value(); })) {
     for (const SplitPart& part : kSplitParts) {
       std::string family = prefixed(metric_prefix, part.family);
       append_metadata(out, format, family, "histogram", "ms", part.help);
-      for (const FunctionMetrics& function : snapshot.functions) {
-        if (function.split) append_histogram(out, family, function, *function.split.*part.totals);
+      for (size_t i = 0; i < snapshot.functions.size(); i++) {
+        const FunctionMetrics& function = snapshot.functions[i];
+        if (function.split) {
+          append_histogram(out, family, function, labels[i], *function.split.*part.totals);
+        }
       }
     }
   }
@@ -235,8 +295,8 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
                   "Calls to a traced function that could not be timed, by reason: unreturned "
                   "(exception, longjmp or the return probe limit), depth (nested deeper than the "
                   "shadow stack), ringbuf (the ring buffer was full).");
-  for (const FunctionMetrics& function : snapshot.functions) {
-    append_lost(out, names.lost + "_total", function);
+  for (size_t i = 0; i < snapshot.functions.size(); i++) {
+    append_lost(out, names.lost + "_total", snapshot.functions[i], labels[i]);
   }
 
   append_metadata(out, format, names.ringbuf, "counter", "",

@@ -10,6 +10,15 @@
 // every scrape of every series carries the same buckets and rate() and
 // histogram_quantile() can combine them.
 //
+// With --by, each series of a function is a series of every family of the
+// function (latency, CPU split, lost calls), labelled pid, comm, cgroup,
+// container_id, pod_uid where known, and series="other" for the calls folded
+// over --max-series. All series of a scrape carry the same label names: a
+// series label that one of them has, the others have empty (which Prometheus
+// reads as no label), so `sum by (le, pid)` groups the `other` series apart.
+// Only what the latest report lists is exposed: a series that left the
+// reports (its process exited) stops being exposed.
+//
 // With --cpu-split, <prefix>_function_oncpu_ms, _runnable_ms and _blocked_ms
 // split each call's wall time the same way: histograms with the same labels
 // and `le` edges, present once a function has the split.
@@ -53,7 +62,10 @@ struct SplitTotals {
 struct FunctionMetrics : HistogramTotals {
   std::string symbol;
   std::string binary;
-  int pid = 0;  // exposed as a label only when non-zero (tracing with -p)
+  int pid = 0;  // -p's, or the series' with --by pid; a label only when non-zero
+  // --by: comm, cgroup, container_id, pod_uid (and series="other") labels
+  // where set; `series.pid` is already in `pid`.
+  SeriesLabels series;
   uint64_t unit_ns = 1000;
   LostCounts lost;
   std::optional<SplitTotals> split;  // with --cpu-split

@@ -130,6 +130,79 @@ TEST(ConsoleFormat, Durations) {
   EXPECT_EQ(format_duration(3000000000), "3.00s");
 }
 
+// A cgroup path as containerd names a Kubernetes container, and what the
+// collector reads from it.
+constexpr const char* kContainerId =
+    "3f2a1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd";
+constexpr const char* kPodUid = "1b2f3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+constexpr const char* kPodCgroup =
+    "/kubepods.slice/kubepods-burstable.slice/"
+    "kubepods-burstable-pod1b2f3c4d_5e6f_4a7b_8c9d_0e1f2a3b4c5d.slice/"
+    "cri-containerd-3f2a1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd.scope";
+
+SeriesLabels pod_series() {
+  return {.cgroup = kPodCgroup, .container_id = kContainerId, .pod_uid = kPodUid};
+}
+
+TEST(ConsoleFormat, WithoutSeriesTheOutputIsAsBefore) {
+  Report report = sample_report();
+  report.series_folded = 3;  // only an `other` series shows it
+  EXPECT_EQ(format_report(report, ConsoleOptions{}),
+            "slow_op: 128 calls\n"
+            "       usec    count  distribution\n"
+            "256 -> 511        40  |******************\n"
+            "512 -> 1023       88  |****************************************\n"
+            "count 128  avg 575.0us  min 300.0us  max 700.0us  p50 688.0us  p95 688.0us  "
+            "p99 688.0us  lost 2\n"
+            "\n");
+}
+
+TEST(ConsoleFormat, SeriesHeaderNamesTheProcess) {
+  Report report = sample_report();
+  report.functions[0].series = {.pid = 1234, .comm = "target-app"};
+  report.functions.push_back(report.functions[0]);
+  report.functions[1].series = {.comm = "worker"};
+  std::string text = format_report(report, ConsoleOptions{});
+  EXPECT_TRUE(
+      text.starts_with("slow_op  pid 1234 (target-app): 128 calls\n"
+                       "       usec    count  distribution\n"))
+      << text;
+  EXPECT_NE(text.find("\n\nslow_op  comm worker: 128 calls\n"), std::string::npos) << text;
+  // The rest of each section is the function's, as without --by.
+  Report plain = sample_report();
+  std::string section = format_report(plain, ConsoleOptions{});
+  section.erase(0, section.find('\n'));
+  EXPECT_NE(text.find(section), std::string::npos) << text;
+}
+
+TEST(ConsoleFormat, SeriesHeaderNamesTheContainerAndPod) {
+  EXPECT_EQ(format_series(pod_series(), 0),
+            std::string("cgroup ") + kPodCgroup + " (container 3f2a1b2c3d4e, pod " + kPodUid + ")");
+  EXPECT_EQ(format_series({.cgroup = "/system.slice/cron.service"}, 0),
+            "cgroup /system.slice/cron.service");
+  EXPECT_EQ(format_series({.cgroup = "/docker/abc", .container_id = "abc"}, 0),
+            "cgroup /docker/abc (container abc)");
+  SeriesLabels both = pod_series();
+  both.pid = 77;
+  both.comm = "nginx";
+  EXPECT_EQ(format_series(both, 0), std::string("pid 77 (nginx)  cgroup ") + kPodCgroup +
+                                        " (container 3f2a1b2c3d4e, pod " + kPodUid + ")");
+}
+
+TEST(ConsoleFormat, OtherSeriesSaysHowManyWereFolded) {
+  Report report = sample_report();
+  report.series_folded = 20;
+  report.functions[0].series.other = true;
+  std::string text = format_report(report, ConsoleOptions{});
+  EXPECT_TRUE(text.starts_with("slow_op  other (20 series folded over --max-series): 128 calls\n"))
+      << text;
+}
+
+TEST(ConsoleFormat, ControlBytesInNamesDoNotReachTheTerminal) {
+  EXPECT_EQ(format_series({.pid = 9, .comm = "evil\x1b[2J\nx"}, 0), "pid 9 (evil\\x1b[2J\\x0ax)");
+  EXPECT_EQ(format_series({.comm = "caf\xC3\xA9"}, 0), "comm caf\xC3\xA9");
+}
+
 TEST(JsonFormat, ModeIsNamedBySink) {
   Report report = sample_report();
   FunctionReport& function = report.functions[0];
@@ -200,6 +273,69 @@ TEST(JsonFormat, CpuSplitPartsHaveTheWallHistogramsFields) {
   EXPECT_FALSE(function_to_json(report, report.functions[0]).contains("oncpu"));
   report.functions[0].total_split = sample_split();
   EXPECT_EQ(function_to_json(report, report.functions[0])["blocked"]["count"], 128);
+}
+
+TEST(JsonFormat, WithoutSeriesTheFieldsAreAsBefore) {
+  Report report = sample_report();
+  report.series_folded = 0;
+  auto json = function_to_json(report, report.functions[0]);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : json.items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"binary", "count", "log2_buckets", "lost", "lost_depth",
+                                            "lost_ringbuf", "lost_unreturned", "max_ns", "min_ns",
+                                            "mode", "p50_ns", "p95_ns", "p99_ns", "sum_ns",
+                                            "symbol", "time", "type"}));
+  report.functions[0].pid = 4242;  // -p
+  EXPECT_EQ(function_to_json(report, report.functions[0])["pid"], 4242);
+}
+
+TEST(JsonFormat, SeriesFieldsWhereSet) {
+  Report report = sample_report();
+  FunctionReport& function = report.functions[0];
+  function.pid = 4242;  // -p: the series' pid is the same process, and wins
+  function.series = pod_series();
+  function.series.pid = 4242;
+  function.series.comm = "target-app";
+  auto json = function_to_json(report, function);
+  EXPECT_EQ(json["pid"], 4242);
+  EXPECT_EQ(json["comm"], "target-app");
+  EXPECT_EQ(json["cgroup"], kPodCgroup);
+  EXPECT_EQ(json["container_id"], kContainerId);  // whole, not shortened as on the console
+  EXPECT_EQ(json["pod_uid"], kPodUid);
+  EXPECT_FALSE(json.contains("series"));
+  EXPECT_FALSE(json.contains("series_folded"));
+
+  function.pid = 0;
+  function.series = {.comm = "worker"};
+  json = function_to_json(report, function);
+  EXPECT_EQ(json["comm"], "worker");
+  for (const char* key : {"pid", "cgroup", "container_id", "pod_uid"})
+    EXPECT_FALSE(json.contains(key)) << key;
+}
+
+TEST(JsonFormat, OtherSeriesAndTheFoldedCount) {
+  Report report = sample_report();
+  report.series_folded = 20;
+  report.functions.push_back(report.functions[0]);
+  report.functions[0].series = {.pid = 1};
+  report.functions[1].series.other = true;
+  auto first = function_to_json(report, report.functions[0]);
+  auto other = function_to_json(report, report.functions[1]);
+  EXPECT_FALSE(first.contains("series"));
+  EXPECT_EQ(first["series_folded"], 20);
+  EXPECT_EQ(other["series"], "other");
+  EXPECT_EQ(other["series_folded"], 20);
+  EXPECT_FALSE(other.contains("pid"));
+}
+
+TEST(JsonFormat, NamesThatAreNotUtf8StillMakeJson) {
+  Report report = sample_report();
+  // A comm cut at 15 bytes in the middle of a character.
+  report.functions[0].series = {.pid = 5,
+                                .comm = "\xE5\xB7\xA5\xE4\xBD\x9C\xE8\x80\x85xx\xE8\x80\x85\xE8"};
+  std::string line = function_to_json(report, report.functions[0]).dump();
+  auto parsed = nlohmann::json::parse(line);
+  EXPECT_EQ(parsed["comm"], "\xE5\xB7\xA5\xE4\xBD\x9C\xE8\x80\x85xx\xE8\x80\x85\xEF\xBF\xBD");
 }
 
 TEST(JsonSink, WritesOneLinePerFunctionAndNoticesAClosedPipe) {

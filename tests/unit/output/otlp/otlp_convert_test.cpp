@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "otlp_test_reports.h"
@@ -124,6 +125,65 @@ TEST(OtlpConvert, PidAttributeOnlyWhenAsked) {
   request = build_export_request(report, options, test_context(), {});
   const auto& without = find_metric(request, "function_latency_ms")->histogram().data_points(0);
   EXPECT_EQ(attributes_of(without.attributes()).count("pid"), 0u);
+}
+
+// --by: a point per series, its labels as semantic-convention attributes
+// on every metric of the function (the resource stays one for the run).
+TEST(OtlpConvert, SeriesAreDataPointAttributes) {
+  auto report = sample_report(1000, /*cpu_split=*/true);
+  report.functions.resize(1);
+  report.functions.push_back(report.functions[0]);
+  report.functions.push_back(report.functions[0]);
+  report.functions[0].series = {.pid = 1234, .comm = "target-app"};
+  report.functions[1].series = {
+      .cgroup =
+          "/kubepods/besteffort/pod1b2f3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d/"
+          "3f2a1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd",
+      .container_id = "3f2a1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd",
+      .pod_uid = "1b2f3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"};
+  report.functions[2].series.other = true;
+  using Attributes = std::map<std::string, std::string>;
+  const Attributes function = {{"symbol", "slow_op"}, {"binary", "/usr/bin/target-app"}};
+  auto with = [&](Attributes more) {
+    more.insert(function.begin(), function.end());
+    return more;
+  };
+  const Attributes expected[] = {
+      with({{"process.pid", "1234"}, {"process.executable.name", "target-app"}}),
+      with({{"cgroup", *report.functions[1].series.cgroup},
+            {"container.id", *report.functions[1].series.container_id},
+            {"k8s.pod.uid", "1b2f3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"}}),
+      with({{"series", "other"}}),
+  };
+  auto request = build_export_request(report, OtlpOptions{}, test_context(), {});
+  for (const char* name :
+       {kLatencyMetricName, kOncpuMetricName, kRunnableMetricName, kBlockedMetricName}) {
+    const auto* metric = find_metric(request, name);
+    ASSERT_NE(metric, nullptr) << name;
+    ASSERT_EQ(metric->histogram().data_points_size(), 3) << name;
+    for (int i = 0; i < 3; i++) {
+      const auto& attributes = metric->histogram().data_points(i).attributes();
+      EXPECT_EQ(attributes_of(attributes), expected[i]) << name << " " << i;
+      EXPECT_EQ(attributes.size(), expected[i].size()) << "a key twice";
+    }
+  }
+  // process.pid is an int, as the conventions have it.
+  const auto& pid = find_metric(request, kLatencyMetricName)->histogram().data_points(0);
+  auto found = std::ranges::find(pid.attributes(), "process.pid", &common_pb::KeyValue::key);
+  ASSERT_NE(found, pid.attributes().end());
+  EXPECT_TRUE(found->value().has_int_value());
+  const auto* lost = find_metric(request, kLostCallsMetricName);
+  ASSERT_EQ(lost->sum().data_points_size(), 3 * 3);
+  for (int i = 0; i < 9; i++) {
+    auto attributes = attributes_of(lost->sum().data_points(i).attributes());
+    attributes.erase("reason");
+    EXPECT_EQ(attributes, expected[i / 3]) << i;
+  }
+  // The resource is the run's: no series attribute there.
+  for (const auto& attribute : request.resource_metrics(0).resource().attributes()) {
+    for (const char* key : {"process.executable.name", "cgroup", "container.id", "k8s.pod.uid"})
+      EXPECT_NE(attribute.key(), key);
+  }
 }
 
 TEST(OtlpConvert, ExponentialHistogramIsScaleZeroInTheDisplayUnit) {

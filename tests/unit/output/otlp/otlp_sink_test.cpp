@@ -430,6 +430,40 @@ TEST_P(OtlpSinkTest, DeltaIsTheChangeOfTotalsBetweenExports) {
   }
 }
 
+TEST_P(OtlpSinkTest, DeltaKeepsTheSeriesOfAFunctionApart) {
+  auto receiver = start_receiver();
+  auto sink = make_delta_sink(*receiver);
+  // --by pid: slow_op in two processes, with different totals.
+  auto first = sample_report();
+  first.functions.resize(1);
+  first.functions.push_back(first.functions[0]);
+  first.functions[0].series.pid = 1;
+  first.functions[1].series.pid = 2;
+  first.functions[1].total = testing::histogram_of({3000, 5000});
+  sink->write(first);
+  ASSERT_TRUE(receiver->wait_for_accepted(1, 3s)) << logs_.all();
+
+  // New calls in process 2 only.
+  auto later = first;
+  later.interval_start = first.time;
+  later.time = first.time + 5s;
+  LatencyHistogram new_calls = testing::histogram_of({40'000'000, 2000, 2500});
+  later.functions[0].interval = LatencyHistogram(1000);
+  later.functions[1].interval = new_calls;
+  later.functions[1].total.merge(new_calls);
+  sink->write(later);
+  sink->close();
+  ASSERT_EQ(receiver->accepted_count(), 2u) << logs_.all();
+  auto received = receiver->received();
+  const auto* metric = find_metric(received[1], "function_latency_ms");
+  ASSERT_NE(metric, nullptr);
+  std::map<std::string, uint64_t> count_by_pid;
+  for (const auto& point : metric->histogram().data_points()) {
+    count_by_pid[attributes_of(point.attributes())["process.pid"]] = point.count();
+  }
+  EXPECT_EQ(count_by_pid, (std::map<std::string, uint64_t>{{"1", 0}, {"2", 3}}));
+}
+
 TEST_P(OtlpSinkTest, DeltaWithoutAMatchingIntervalLeavesMinMaxOut) {
   auto receiver = start_receiver();
   auto sink = make_delta_sink(*receiver);

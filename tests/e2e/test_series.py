@@ -1,0 +1,138 @@
+"""Who is slow: --by pid|cgroup gives each process's (cgroup's) own histogram
+and -c traces only the tasks of a cgroup, against each target-app process's
+own ground truth, in both aggregation modes; --max-series folds the rest
+into `other` without losing a call."""
+
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import parse_json_records
+
+pytestmark = pytest.mark.bpf
+MODES = ["events", "kernel"]
+CALLS = 150
+
+
+def cgroup_v2_mount() -> Path:
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[2] == "cgroup2":
+            return Path(fields[1])
+    pytest.skip("no cgroup v2 mount")
+
+
+@pytest.fixture
+def cgroups():
+    """make(name) -> a fresh cgroup v2 directory, removed after the test."""
+    made = []
+
+    def make(name):
+        path = cgroup_v2_mount() / f"funclatency-test-{name}-{uuid.uuid4().hex[:8]}"
+        path.mkdir()
+        made.append(path)
+        return path
+
+    yield make
+    for path in reversed(made):
+        # Processes left in it go back to the root first.
+        for pid in (path / "cgroup.procs").read_text().split():
+            try:
+                (cgroup_v2_mount() / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass
+        path.rmdir()
+
+
+@pytest.fixture
+def private_app(target_app, tmp_path):
+    """A copy of target-app only this test runs: no other process calls it."""
+    copy = tmp_path / "target-app"
+    shutil.copy2(target_app, copy)
+    return copy
+
+
+def run_processes(procs, tool, app, placement, tool_args, mode, calls=CALLS):
+    """Starts a target-app per cgroup in `placement`, traces them system-wide
+    with --json --mode MODE, lets them work; returns (totals, {pid: truth})."""
+    works = []
+    for cgroup in placement:
+        work = procs.start_workload(app, ["--calls", str(calls), "--threads", "1"])
+        (cgroup / "cgroup.procs").write_text(str(work.pid))
+        works.append(work)
+    traced = procs.start_tool(tool, ["--json", "--mode", mode, "-i", "0.5", *tool_args,
+                                     f"{app}:slow_op"])
+    for work in works:
+        work.start()
+    truths = {work.pid: work.finish().function("slow_op") for work in works}
+    traced.stop()
+    records = parse_json_records(traced.text("stdout"))
+    return records, truths
+
+
+def totals(records):
+    return [r for r in records if r["type"] == "total"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_by_pid_and_by_cgroup_count_each_process_exactly(procs, tool, private_app, cgroups,
+                                                         mode):
+    a, b = cgroups("a"), cgroups("b")
+    records, truths = run_processes(procs, tool, private_app, [a, a, b], ["--by", "pid"], mode)
+    by_pid = {r["pid"]: r for r in totals(records)}
+    assert set(by_pid) == set(truths), (by_pid.keys(), truths.keys())
+    for pid, truth in truths.items():
+        assert by_pid[pid]["count"] == truth["calls"] == CALLS, (pid, by_pid[pid])
+        assert by_pid[pid]["comm"] == "target-app"
+        assert by_pid[pid]["mode"] == mode
+
+    records, truths = run_processes(procs, tool, private_app, [a, a, b], ["--by", "cgroup"], mode)
+    by_cgroup = {r["cgroup"]: r["count"] for r in totals(records)}
+    mount = cgroup_v2_mount()
+    assert by_cgroup == {"/" + str(a.relative_to(mount)): 2 * CALLS,
+                         "/" + str(b.relative_to(mount)): CALLS}, by_cgroup
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cgroup_filter_counts_only_its_processes(procs, tool, private_app, cgroups, mode):
+    a, b = cgroups("a"), cgroups("b")
+    records, truths = run_processes(procs, tool, private_app, [a, b, b], ["-c", str(a)], mode)
+    (total,) = totals(records)
+    pids = list(truths)
+    assert total["count"] == truths[pids[0]]["calls"] == CALLS, total
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_max_series_folds_the_rest_into_other(procs, tool, private_app, mode):
+    """30 short-lived processes, room for 10: 10 series and `other`; every
+    call is counted once; series of processes that exited are reported once
+    more, then no longer."""
+    traced = procs.start_tool(tool, ["--json", "--mode", mode, "-i", "0.3", "--by", "pid",
+                                     "--max-series", "10", f"{private_app}:slow_op"])
+    calls = 20
+    pids = []
+    for _ in range(30):
+        work = procs.start_workload(private_app, ["--calls", str(calls), "--threads", "1"])
+        work.start()
+        assert work.finish().function("slow_op")["calls"] == calls
+        pids.append(work.pid)
+    # The tool keeps running: two more intervals report the last calls.
+    time.sleep(1.0)
+    traced.stop()
+    records = parse_json_records(traced.text("stdout"))
+    intervals = [r for r in records if r["type"] == "interval"]
+    # Every call counted once across the series and `other`.
+    assert sum(r["count"] for r in intervals) == 30 * calls
+    series = {r["pid"] for r in intervals if "pid" in r and r.get("series") != "other"}
+    assert len(series) == 10, series
+    other = [r for r in intervals if r.get("series") == "other"]
+    assert sum(r["count"] for r in other) == 20 * calls
+    assert max(r.get("series_folded", 0) for r in records) == 20
+    # A series of a process that exited is reported once more, then dropped:
+    # the last interval has none of the first ten processes.
+    last_time = max(r["time"] for r in intervals)
+    assert not [r for r in intervals if r["time"] == last_time and r.get("pid") in series], (
+        "series of exited processes are still reported")
