@@ -19,7 +19,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* Fixed before load. */
 const volatile __u64 unit_ns = 1000;
 const volatile __u32 filter_tgid = 0; /* 0: every process */
-/* --cpu-split: the number of functions, the stride between a function's
+/* --cpu-split: the number of kernel slots, the stride between a slot's
  * parts in fn_stats (see enum fl_call_part); 0 without the split. */
 const volatile __u32 split_stride = 0;
 /* --by: FL_BY_* bits; 0 without series. */
@@ -270,16 +270,18 @@ const struct fl_fn_stats empty_stats = {};
 
 static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part);
 
-/* `key`: the function's id, or with --cpu-split the entry of one part
- * (fn_id + part * split_stride). With --by, the caller's series gets the
- * call, or `other` (fn_stats) when there is no room for it. */
-static __always_inline void record_in_kernel(__u32 key, __u64 duration_ns) {
+/* Adds a call (or one part of it) to the function's kernel slot: fn_stats
+ * entry `slot`, or with --cpu-split slot + part * split_stride. With --by,
+ * the caller's series gets it instead, or the slot (series `other`) when
+ * there is no room for the series. */
+static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part,
+                                             __u64 duration_ns) {
   struct fl_fn_stats *stats = NULL;
-  if (series_by) {
-    __u32 stride = split_stride ? split_stride : 1;
-    stats = series_totals(key % stride, key / stride);
+  if (series_by) stats = series_totals(fn_id, part);
+  if (!stats) {
+    __u32 key = slot + part * split_stride;
+    stats = bpf_map_lookup_elem(&fn_stats, &key);
   }
-  if (!stats) stats = bpf_map_lookup_elem(&fn_stats, &key);
   if (!stats) return;
   __u32 bucket = fl_bucket_of(duration_ns / unit_ns);
   if (bucket >= FL_NUM_BUCKETS) bucket = FL_NUM_BUCKETS - 1;
@@ -363,13 +365,12 @@ static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part
 
 /* The split's parts in the kernel: on-CPU is what the call was not switched
  * out (the probes' own cost, taken off the wall time, is on-CPU time too). */
-static __always_inline void record_split_in_kernel(__u32 fn_id, __u64 duration_ns,
+static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
                                                    const struct call_split *split) {
   __u64 off_cpu = split->runnable_ns + split->blocked_ns;
-  record_in_kernel(fn_id + FL_PART_ONCPU * split_stride,
-                   duration_ns > off_cpu ? duration_ns - off_cpu : 0);
-  record_in_kernel(fn_id + FL_PART_RUNNABLE * split_stride, split->runnable_ns);
-  record_in_kernel(fn_id + FL_PART_BLOCKED * split_stride, split->blocked_ns);
+  record_in_kernel(fn_id, slot, FL_PART_ONCPU, duration_ns > off_cpu ? duration_ns - off_cpu : 0);
+  record_in_kernel(fn_id, slot, FL_PART_RUNNABLE, split->runnable_ns);
+  record_in_kernel(fn_id, slot, FL_PART_BLOCKED, split->blocked_ns);
 }
 
 /* Pops the frame of the call that entered at `entry_sp` into `duration_ns`.
@@ -401,10 +402,11 @@ static __always_inline void record_call(__u32 fn_id, __u64 duration_ns,
   if (config && config->subtract_ns) {
     duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
   }
-  bool in_kernel = config && config->mode == FL_MODE_KERNEL;
+  /* Kernel mode needs a slot; a function without one stays in events mode. */
+  bool in_kernel = config && config->mode == FL_MODE_KERNEL && config->slot != FL_NO_SLOT;
   if (in_kernel) {
-    record_in_kernel(fn_id, duration_ns);
-    if (split) record_split_in_kernel(fn_id, duration_ns, split);
+    record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns);
+    if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split);
   } else if (split || split_stride || series_by) {
     record_ext_event(fn_id, duration_ns, split);
   } else {

@@ -73,8 +73,8 @@ struct fl_series_key {
 /* -c/--cgroup: at most this many cgroups to trace (each with its subtree). */
 #define FL_MAX_CGROUP_FILTERS 8
 
-/* With --cpu-split, fn_stats holds FL_CALL_PARTS entries per function: the
- * wall time at fn_id, and part k at fn_id + k * (number of functions). */
+/* With --cpu-split, fn_stats holds FL_CALL_PARTS entries per slot: the wall
+ * time at the slot, and part k at slot + k * (number of slots). */
 enum fl_call_part {
   FL_PART_WALL = 0,
   FL_PART_ONCPU = 1,
@@ -83,8 +83,9 @@ enum fl_call_part {
   FL_CALL_PARTS = 4,
 };
 
-/* Per-function, per-CPU totals of kernel-mode calls. Only ever grow; user
- * space sums CPUs and subtracts the previous snapshot. */
+/* Per-slot, per-CPU totals of kernel-mode calls (a slot is a function's while
+ * it is in kernel mode, and cools off before another gets it). Only ever
+ * grow; user space sums CPUs and subtracts the previous snapshot. */
 struct fl_fn_stats {
   __u64 count;
   __u64 sum_ns;
@@ -194,8 +195,13 @@ struct fl_fn_config {
   __u32 flags;       /* FL_FN_* */
   __u64 subtract_ns; /* the probes' own cost, taken off every duration */
   __u32 goid_offset; /* Go code: offset of goid in runtime.g (by Go version) */
-  __u32 reserved;
+  __u32 slot;        /* fn_stats entry of its kernel-mode totals, or FL_NO_SLOT */
 };
+
+/* Kernel-mode totals live in a pool of slots (fn_stats entries), given to
+ * the functions in kernel mode: per-CPU memory follows what is hot, not
+ * functions x CPUs. */
+#define FL_NO_SLOT 0xffffffffu
 
 /* floor(log2(v)) for v > 0, branch by branch: clang 14's BPF backend
  * cannot lower __builtin_clzll. */

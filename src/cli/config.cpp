@@ -70,6 +70,11 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                  "With --by: at most this many series; the calls of more go to `other`")
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
+  app.add_option("--kernel-slots", v.kernel_slots,
+                 "Functions aggregated in the kernel at once (per-CPU histograms); others\n"
+                 "stay in events mode until a slot is free")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
   app.add_option("-c,--cgroup", v.cgroups,
                  "Trace only tasks in this cgroup v2 directory or below it (repeatable)")
       ->type_name("PATH");
@@ -100,6 +105,7 @@ Result<Config> finish_config(const CommandLine& v) {
     config.series_by |= key == "pid" ? FL_BY_PID : key == "comm" ? FL_BY_COMM : FL_BY_CGROUP;
   }
   config.max_series = v.max_series;
+  config.kernel_slots = v.kernel_slots;
   config.cgroups = v.cgroups;
   if (config.cgroups.size() > FL_MAX_CGROUP_FILTERS) {
     return bad_input(fmt::format("{} cgroups given with -c, at most {}", config.cgroups.size(),

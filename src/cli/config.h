@@ -40,6 +40,7 @@ struct Config {
   bool cpu_split = false;            // each call's on-CPU, runnable and blocked time
   uint32_t series_by = 0;            // --by: FL_BY_* bits
   uint32_t max_series = 1000;        // --max-series
+  uint32_t kernel_slots = 64;        // --kernel-slots
   std::vector<std::string> cgroups;  // -c/--cgroup: cgroup v2 directories to trace
 };
 
@@ -61,6 +62,7 @@ struct CommandLine {
   bool cpu_split = false;
   std::vector<std::string> by;
   uint32_t max_series = 1000;
+  uint32_t kernel_slots = 64;
   std::vector<std::string> cgroups;
 };
 

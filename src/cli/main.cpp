@@ -260,6 +260,8 @@ Result<TracingProbes> attach(const Config& config, const LoadOptions& load,
   auto probes = load_and_attach(load, targets.sites, targets.plans, config.pid);
   if (!probes) return std::unexpected(probes.error());
   messages.detail(links_line(probes->links.link_count(), probes->method));
+  messages.detail(fmt::format("kernel memory locked by the BPF maps: {} bytes ({} kernel slots)",
+                              probes->object->locked_memory(), probes->object->kernel_slots()));
   for (const auto& site : probes->links.sites()) messages.detail(attached_line(site));
   const auto& dropped = probes->links.dropped();
   if (!dropped.empty()) messages.note(dropped_line(dropped));

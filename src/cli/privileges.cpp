@@ -217,7 +217,7 @@ Result<void> drop_privileges(const std::optional<TargetUser>& user, CapabilityMa
   if (!before) return std::unexpected(before.error());
   keep &= before->permitted;
   forbid_regaining(keep);
-  if (user) {
+  if (user && (getuid() != user->uid || getgid() != user->gid)) {
     if (auto switched = switch_user(*user, keep != 0); !switched) return switched;
   }
   if (auto others = drop_in_other_threads(); !others) return others;

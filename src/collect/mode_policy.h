@@ -30,6 +30,9 @@ class ModePolicy {
   std::vector<ModeSwitch> observe(const std::vector<uint64_t>& calls,
                                   const std::vector<uint64_t>& ringbuf_lost, double seconds);
   bool in_kernel(uint32_t fn_id) const { return in_kernel_[fn_id]; }
+  // A switch the policy asked for could not be made (no kernel slot free):
+  // the function stays where it was, and is asked about again next window.
+  void refused(const ModeSwitch& change) { in_kernel_[change.fn_id] = !change.to_kernel; }
 
  private:
   ModePolicyOptions options_;

@@ -53,9 +53,9 @@ TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vecto
       signal_fd_(signal_fd),
       detach_(std::move(detach)),
       num_functions_(object.num_functions()),
-      ever_kernel_(num_functions_, options_.mode == ModeChoice::kKernel),
       parts_(object.options().cpu_split ? FL_CALL_PARTS : 1),
-      last_totals_(static_cast<size_t>(num_functions_) * parts_),
+      slots_(object.kernel_slots(), initial_slot_owners(object), std::chrono::seconds(1)),
+      last_totals_(static_cast<size_t>(object.kernel_slots()) * parts_),
       last_lost_(num_functions_),
       window_calls_(num_functions_, 0),
       window_ringbuf_lost_(num_functions_, 0) {
@@ -63,10 +63,19 @@ TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vecto
     policy_ = std::make_unique<ModePolicy>(num_functions_, options_.policy);
   }
   if (options_.mode == ModeChoice::kKernel) {
+    // Functions beyond the kernel slots stay in events mode.
     for (uint32_t fn = 0; fn < num_functions_; fn++) {
-      aggregator_.set_mode(fn, AggregationMode::kKernel);
+      if (object.slot_of(fn) != FL_NO_SLOT) aggregator_.set_mode(fn, AggregationMode::kKernel);
     }
   }
+}
+
+std::vector<std::optional<uint32_t>> TraceSession::initial_slot_owners(const BpfObject& object) {
+  std::vector<std::optional<uint32_t>> owners(object.kernel_slots());
+  for (uint32_t fn = 0; fn < object.num_functions(); fn++) {
+    if (uint32_t slot = object.slot_of(fn); slot != FL_NO_SLOT) owners[slot] = fn;
+  }
+  return owners;
 }
 
 // --by in kernel mode: the series' totals, and the series of processes that
@@ -122,19 +131,30 @@ Result<void> TraceSession::collect_kernel_side() {
     last_lost_[fn] = now;
   }
   if (auto series = collect_kernel_series(reader); !series) return series;
-  // With --cpu-split a function's parts follow it in fn_stats, one stride
-  // (the number of functions) apart.
+  // The slots held (or cooling), each the calls of its owner; with
+  // --cpu-split a slot's parts follow it, one stride (the number of slots)
+  // apart.
+  const uint32_t stride = slots_.size();
   std::vector<bool> wanted(last_totals_.size());
-  for (size_t key = 0; key < wanted.size(); key++) wanted[key] = ever_kernel_[key % num_functions_];
-  return reader.read_totals(wanted, [&](uint32_t key, const KernelTotals& totals) {
-    const uint32_t fn = key % num_functions_;
-    const auto part = static_cast<CallPart>(key / num_functions_);
+  for (size_t key = 0; key < wanted.size(); key++) {
+    wanted[key] = slots_.owner(static_cast<uint32_t>(key % stride)).has_value();
+  }
+  auto read = reader.read_totals(wanted, [&](uint32_t key, const KernelTotals& totals) {
+    const auto owner = slots_.owner(key % stride);
+    const auto part = static_cast<CallPart>(key / stride);
     auto& last = last_totals_[key];
     if (!last) last = std::make_unique<KernelTotals>();
-    if (part == CallPart::kWall) window_calls_[fn] += totals.count - last->count;
-    aggregator_.on_kernel_totals(fn, *last, totals, part);
+    if (owner && *owner < num_functions_) {
+      if (part == CallPart::kWall) window_calls_[*owner] += totals.count - last->count;
+      aggregator_.on_kernel_totals(*owner, *last, totals, part);
+    }
     *last = totals;
   });
+  if (!read) return read;
+  // Read just now: slots that cooled long enough hold no more of their
+  // owner's calls and go to whoever needs one next.
+  slots_.reclaim(Clock::now());
+  return {};
 }
 
 void TraceSession::apply_policy(double seconds) {
@@ -144,11 +164,26 @@ void TraceSession::apply_policy(double seconds) {
   std::fill(window_ringbuf_lost_.begin(), window_ringbuf_lost_.end(), 0);
   for (const auto& change : switches) {
     uint32_t mode = change.to_kernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
-    if (auto set = object_.set_mode(change.fn_id, mode); !set) {
+    // Kernel mode takes a free slot; leaving it lets the slot cool. With
+    // none free the function stays in events mode for now.
+    std::optional<uint32_t> slot = slots_.slot_of(change.fn_id);
+    if (change.to_kernel && !slot) slot = slots_.take(change.fn_id);
+    if (change.to_kernel && !slot) {
+      policy_->refused(change);
+      if (options_.verbose && !told_no_slot_[change.fn_id]) {
+        options_.verbose(
+            fmt::format("function {} stays in events mode: all {} kernel slots are "
+                        "in use (--kernel-slots)",
+                        change.fn_id, slots_.size()));
+      }
+      told_no_slot_[change.fn_id] = true;
+      continue;
+    }
+    if (auto set = object_.set_mode(change.fn_id, mode, slot.value_or(FL_NO_SLOT)); !set) {
       if (options_.verbose) options_.verbose(set.error().message());
       continue;
     }
-    if (change.to_kernel) ever_kernel_[change.fn_id] = true;
+    if (!change.to_kernel) slots_.release(change.fn_id, Clock::now());
     aggregator_.set_mode(change.fn_id,
                          change.to_kernel ? AggregationMode::kKernel : AggregationMode::kEvents);
     if (options_.verbose) {
@@ -165,6 +200,7 @@ void TraceSession::emit(Report::Kind kind) {
   for (Sink* sink : sinks_) sink->write(report);
   if (kind == Report::Kind::kTotal) {
     report.kind = Report::Kind::kTotal;
+    report.kernel_memory_bytes = object_.locked_memory();
     for (Sink* sink : sinks_) sink->write(report);
   }
 }
@@ -268,7 +304,9 @@ Result<void> TraceSession::attach_late() {
   if (options_.mode != ModeChoice::kKernel) return {};
   for (uint32_t fn : *added) {
     if (fn >= num_functions_) continue;
-    ever_kernel_[fn] = true;
+    auto slot = slots_.take(fn);
+    if (!slot) continue;  // no slot left: events mode
+    if (auto set = object_.set_mode(fn, FL_MODE_KERNEL, *slot); !set) return set;
     aggregator_.set_mode(fn, AggregationMode::kKernel);
   }
   return {};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collect/aggregator.h"
+#include "collect/kernel_slots.h"
 #include "collect/mode_policy.h"
 #include "common/error.h"
 #include "output/sink.h"
@@ -68,6 +69,7 @@ class TraceSession {
   Result<void> attach_late();
   Result<void> write_live();
   Result<void> collect_kernel_side();
+  static std::vector<std::optional<uint32_t>> initial_slot_owners(const BpfObject& object);
   Result<void> collect_kernel_series(MapReader& reader);
   void forget_retired_series();
   void apply_policy(double seconds);
@@ -81,10 +83,11 @@ class TraceSession {
   int signal_fd_;
   std::function<void()> detach_;
   uint32_t num_functions_;
-  std::vector<bool> ever_kernel_;
   // --by in kernel mode: each series' last totals, by (function, part, series).
   std::map<std::tuple<uint32_t, uint32_t, SeriesKey>, KernelTotals> series_totals_;
-  uint32_t parts_;  // fn_stats entries per function: FL_CALL_PARTS with --cpu-split
+  uint32_t parts_;  // fn_stats entries per slot: FL_CALL_PARTS with --cpu-split
+  KernelSlots slots_;
+  std::map<uint32_t, bool> told_no_slot_;  // functions -v said had no slot
   std::vector<std::unique_ptr<KernelTotals>> last_totals_;
   std::vector<LostCounts> last_lost_;
   std::vector<uint64_t> window_calls_;

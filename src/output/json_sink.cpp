@@ -90,6 +90,7 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
   }
   if (function.series.other) record["series"] = "other";
   if (report.series_folded) record["series_folded"] = report.series_folded;
+  if (report.kernel_memory_bytes) record["kernel_memory_bytes"] = report.kernel_memory_bytes;
   return record;
 }
 

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "probe/privileges.h"
@@ -48,23 +50,24 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   skeleton->rodata->unit_ns = options.unit_ns;
   skeleton->rodata->filter_tgid = options.filter_tgid;
   uint32_t entries = options.num_functions ? options.num_functions : 1;
-  for (bpf_map* map : {skeleton->maps.fn_stats, skeleton->maps.fn_lost, skeleton->maps.fn_config}) {
+  const uint32_t slots =
+      std::clamp<uint32_t>(options.kernel_slots ? options.kernel_slots : entries, 1, entries);
+  for (bpf_map* map : {skeleton->maps.fn_lost, skeleton->maps.fn_config}) {
     if (int rc = bpf_map__set_max_entries(map, entries); rc < 0) {
       return fail(fmt::format("size BPF map {}", bpf_map__name(map)), rc);
     }
+  }
+  if (int rc = bpf_map__set_max_entries(skeleton->maps.fn_stats,
+                                        slots * (options.cpu_split ? FL_CALL_PARTS : 1));
+      rc < 0) {
+    return fail("size BPF map fn_stats", rc);
   }
   if (!options.cpu_split) {
     if (int rc = bpf_map__set_max_entries(skeleton->maps.thread_switches, 1); rc < 0) {
       return fail("size BPF map thread_switches", rc);
     }
   }
-  if (options.cpu_split) {
-    skeleton->rodata->split_stride = entries;
-    if (int rc = bpf_map__set_max_entries(skeleton->maps.fn_stats, entries * FL_CALL_PARTS);
-        rc < 0) {
-      return fail("size BPF map fn_stats", rc);
-    }
-  }
+  if (options.cpu_split) skeleton->rodata->split_stride = slots;
   if (int rc = bpf_map__set_max_entries(skeleton->maps.events, options.ringbuf_bytes); rc < 0) {
     return fail("size the BPF ring buffer", rc);
   }
@@ -107,6 +110,12 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   if (int rc = funclatency_bpf::load(skeleton); rc < 0) return fail("load BPF programs", rc);
 
   auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));
+  object->options_.kernel_slots = slots;
+  // Started in kernel mode: the first functions get the slots.
+  object->options_.function_slot.assign(entries, FL_NO_SLOT);
+  if (options.initial_mode == FL_MODE_KERNEL) {
+    for (uint32_t id = 0; id < slots; id++) object->options_.function_slot[id] = id;
+  }
   for (uint32_t index = 0; index < options.cgroup_fds.size(); index++) {
     int fd = options.cgroup_fds[index];
     if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_filter), &index, &fd, BPF_ANY) < 0) {
@@ -116,16 +125,13 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   object->options_.function_flags.resize(entries, 0);
   object->options_.function_subtract_ns.resize(entries, 0);
   object->options_.function_goid_offset.resize(entries, 0);
-  // One batch write for every function that needs a non-zero config: a
-  // write per function costs milliseconds with a thousand functions.
+  // One batch write for every function: a write per function costs
+  // milliseconds with a thousand functions.
   std::vector<uint32_t> ids;
   std::vector<fl_fn_config> configs;
   for (uint32_t id = 0; id < entries; id++) {
-    fl_fn_config config = object->config_of(id, options.initial_mode);
-    if (config.mode == 0 && config.flags == 0 && config.subtract_ns == 0 && config.goid_offset == 0)
-      continue;
     ids.push_back(id);
-    configs.push_back(config);
+    configs.push_back(object->config_of(id, options.initial_mode));
   }
   if (!ids.empty()) {
     uint32_t count = static_cast<uint32_t>(ids.size());
@@ -184,7 +190,30 @@ fl_fn_config BpfObject::config_of(uint32_t fn_id, uint32_t mode) const {
   config.flags = options_.function_flags[fn_id];
   config.subtract_ns = options_.function_subtract_ns[fn_id];
   config.goid_offset = options_.function_goid_offset[fn_id];
+  config.slot = options_.function_slot[fn_id];
   return config;
+}
+
+Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode, uint32_t slot) {
+  if (fn_id >= options_.num_functions || (slot != FL_NO_SLOT && slot >= options_.kernel_slots)) {
+    return runtime_error(fmt::format("set function {} to slot {}: out of range", fn_id, slot));
+  }
+  options_.function_slot[fn_id] = slot;
+  return set_mode(fn_id, mode);
+}
+
+uint64_t BpfObject::locked_memory() const {
+  uint64_t total = 0;
+  bpf_map* map = nullptr;
+  bpf_object__for_each_map(map, skeleton_->obj) {
+    const int fd = bpf_map__fd(map);
+    if (fd < 0) continue;
+    std::ifstream fdinfo(fmt::format("/proc/self/fdinfo/{}", fd));
+    for (std::string line; std::getline(fdinfo, line);) {
+      if (line.starts_with("memlock:")) total += std::stoull(line.substr(8));
+    }
+  }
+  return total;
 }
 
 Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {

@@ -23,6 +23,7 @@ struct LoadOptions {
   std::vector<uint32_t> function_flags;        // FL_FN_* by function id; missing = 0
   std::vector<uint64_t> function_subtract_ns;  // probe cost to take off; missing = 0
   std::vector<uint32_t> function_goid_offset;  // Go code: goid in runtime.g; missing = 0
+  std::vector<uint32_t> function_slot;         // kernel slot or FL_NO_SLOT; set by load
   bool uprobe_multi = false;                   // load the programs for uprobe_multi links
   // Which exit programs to load: the verifier costs milliseconds per program
   // at every start, and most runs use only one kind of exit.
@@ -35,6 +36,9 @@ struct LoadOptions {
   // --by: FL_BY_* bits, and the series the kernel keeps apart at most.
   uint32_t series_by = 0;
   uint32_t max_series = 1000;
+  // Kernel-mode totals slots (per-CPU fn_stats entries); 0: one per function.
+  // With initial_mode kernel, the first kernel_slots functions get one.
+  uint32_t kernel_slots = 0;
   // -c/--cgroup: open directory fds of the cgroups to trace (borrowed).
   std::vector<int> cgroup_fds;
 };
@@ -60,11 +64,18 @@ class BpfObject {
   // --by in kernel mode: series folded into `other` so far (bounded count).
   uint64_t series_folded() const;
   uint32_t num_functions() const { return options_.num_functions; }
+  uint32_t kernel_slots() const { return options_.kernel_slots; }
+  // The function's kernel slot, or FL_NO_SLOT.
+  uint32_t slot_of(uint32_t fn_id) const { return options_.function_slot[fn_id]; }
+  // Kernel memory the maps lock, as the kernel accounts it (fdinfo memlock).
+  uint64_t locked_memory() const;
   const LoadOptions& options() const { return options_; }
 
   // Switches how a function's completed calls are aggregated from its next
   // return on; a single array write, so no call is lost or counted twice.
   Result<void> set_mode(uint32_t fn_id, uint32_t mode);
+  // The same, giving the function kernel slot `slot` (FL_NO_SLOT: none).
+  Result<void> set_mode(uint32_t fn_id, uint32_t mode, uint32_t slot);
   // Sets up a function id the maps were sized for but no probe used yet (a
   // library the process loads later): its flags, probe cost and mode. Call it
   // before the function's probes attach.

@@ -10,7 +10,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 namespace funclatency {
@@ -160,43 +162,169 @@ Result<std::vector<LoadSegment>> read_load_segments(Elf* elf, const std::string&
   return segments;
 }
 
+// A symbol table (.symtab or .dynsym) with bytes in the file: its symbols
+// are read only when asked for.
+struct SymbolSection {
+  GElf_Shdr header;
+  Elf_Data* data = nullptr;
+  size_t index = 0;  // the section's index, which hash tables link to
+  size_t count = 0;  // entries
+};
+
+// A .gnu.hash or .hash section over the symbol table at index `link`.
+struct HashSection {
+  size_t link = 0;
+  uint64_t file_offset = 0;
+  uint64_t size = 0;
+  bool gnu = false;
+};
+
 // What load keeps from the sections' data, beyond their headers.
 struct SectionContents {
-  std::vector<ElfSymbol> symbols;
+  std::vector<SymbolSection> symbol_sections;
+  std::vector<HashSection> hash_sections;
   bool has_symtab = false;
   std::optional<std::string> build_id;  // from the first note that has one
   std::optional<DebugLink> debug_link;
 };
 
-// The defined, named functions of one symbol table (.symtab or .dynsym).
-void read_function_symbols(Elf* elf, Elf_Data* data, const GElf_Shdr& header,
-                           size_t symbol_entry_size, std::vector<ElfSymbol>& symbols) {
-  const bool dynamic = header.sh_type == SHT_DYNSYM;
-  const size_t count = data->d_size / symbol_entry_size;
-  for (size_t i = 0; i < count; ++i) {
+// An entry of a symbol table as symbols() lists it: a defined, named
+// function (STT_FUNC or STT_GNU_IFUNC), or nothing.
+std::optional<ElfSymbolView> as_function(Elf* elf, const SymbolSection& table,
+                                         const GElf_Sym& symbol) {
+  const int type = GELF_ST_TYPE(symbol.st_info);
+  if (type != STT_FUNC && type != STT_GNU_IFUNC) return std::nullopt;
+  if (symbol.st_shndx == SHN_UNDEF) return std::nullopt;
+  const char* name = elf_strptr(elf, table.header.sh_link, static_cast<size_t>(symbol.st_name));
+  if (name == nullptr || *name == '\0') return std::nullopt;
+  return ElfSymbolView{.name = name, .address = symbol.st_value, .ifunc = type == STT_GNU_IFUNC};
+}
+
+ElfSymbol to_symbol(const ElfSymbolView& view, const GElf_Sym& symbol, const SymbolSection& table) {
+  return ElfSymbol{.name = std::string(view.name),
+                   .address = view.address,
+                   .size = symbol.st_size,
+                   .binding = static_cast<uint8_t>(GELF_ST_BIND(symbol.st_info)),
+                   .ifunc = view.ifunc,
+                   .dynamic = table.header.sh_type == SHT_DYNSYM};
+}
+
+// The defined, named functions of one symbol table that `keep` accepts, in
+// table order. A table whose entries stop converting ends there.
+template <typename Keep>
+void read_function_symbols(Elf* elf, const SymbolSection& table, const Keep& keep,
+                           std::vector<ElfSymbol>& symbols) {
+  for (size_t i = 0; i < table.count; ++i) {
     GElf_Sym symbol;
-    if (gelf_getsym(data, static_cast<int>(i), &symbol) == nullptr) break;
-    const int type = GELF_ST_TYPE(symbol.st_info);
-    if (type != STT_FUNC && type != STT_GNU_IFUNC) continue;
-    if (symbol.st_shndx == SHN_UNDEF) continue;
-    const char* symbol_name = elf_strptr(elf, header.sh_link, static_cast<size_t>(symbol.st_name));
-    if (symbol_name == nullptr || *symbol_name == '\0') continue;
-    symbols.push_back(ElfSymbol{.name = symbol_name,
-                                .address = symbol.st_value,
-                                .size = symbol.st_size,
-                                .binding = static_cast<uint8_t>(GELF_ST_BIND(symbol.st_info)),
-                                .ifunc = type == STT_GNU_IFUNC,
-                                .dynamic = dynamic});
+    if (gelf_getsym(table.data, static_cast<int>(i), &symbol) == nullptr) break;
+    const auto view = as_function(elf, table, symbol);
+    if (view && keep(*view)) symbols.push_back(to_symbol(*view, symbol, table));
   }
 }
 
-// The data of one section, if it is a symbol table, a note (build-id) or
-// .gnu_debuglink; other sections, and those without bytes in the file, add
-// nothing.
-void read_section_contents(Elf* elf, Elf_Scn* section, const GElf_Shdr& header,
-                           const char* section_name, size_t symbol_entry_size,
-                           SectionContents& contents) {
+uint32_t load_u32(std::span<const uint8_t> bytes, uint64_t offset) {
+  uint32_t value = 0;
+  std::memcpy(&value, bytes.data() + offset, sizeof value);
+  return value;
+}
+
+uint64_t load_u64(std::span<const uint8_t> bytes, uint64_t offset) {
+  uint64_t value = 0;
+  std::memcpy(&value, bytes.data() + offset, sizeof value);
+  return value;
+}
+
+uint32_t gnu_hash(std::string_view name) {
+  uint32_t hash = 5381;
+  for (const unsigned char c : name) hash = hash * 33 + c;
+  return hash;
+}
+
+uint32_t sysv_hash(std::string_view name) {
+  uint32_t hash = 0;
+  for (const unsigned char c : name) {
+    hash = (hash << 4) + c;
+    const uint32_t high = hash & 0xf0000000u;
+    if (high != 0) hash ^= high >> 24;
+    hash &= ~high;
+  }
+  return hash;
+}
+
+// The entries of a symbol table of `count` entries that can be called
+// `name` according to its .gnu.hash (64-bit): those on the name's hash chain
+// whose hash matches, and those below the table's symoffset, which the hash
+// does not cover. Nothing when the table is malformed (read the whole table).
+std::optional<std::vector<size_t>> gnu_hash_candidates(std::span<const uint8_t> table,
+                                                       size_t count, std::string_view name) {
+  if (table.size() < 16) return std::nullopt;
+  const uint32_t bucket_count = load_u32(table, 0);
+  const uint32_t symbol_offset = load_u32(table, 4);
+  const uint32_t bloom_words = load_u32(table, 8);
+  const uint32_t bloom_shift = load_u32(table, 12);
+  if (bucket_count == 0 || bloom_words == 0 || bloom_shift >= 32 || symbol_offset > count) {
+    return std::nullopt;
+  }
+  const uint64_t buckets_at = 16 + uint64_t{bloom_words} * 8;
+  const uint64_t chain_at = buckets_at + uint64_t{bucket_count} * 4;
+  if (chain_at > table.size()) return std::nullopt;
+  std::vector<size_t> candidates;
+  for (size_t i = 1; i < symbol_offset; ++i) candidates.push_back(i);
+
+  const uint32_t hash = gnu_hash(name);
+  const uint64_t word = load_u64(table, 16 + uint64_t{(hash / 64) % bloom_words} * 8);
+  const uint64_t mask = (uint64_t{1} << (hash % 64)) | (uint64_t{1} << ((hash >> bloom_shift) % 64));
+  if ((word & mask) != mask) return candidates;
+  uint32_t index = load_u32(table, buckets_at + uint64_t{hash % bucket_count} * 4);
+  if (index == 0) return candidates;
+  if (index < symbol_offset) return std::nullopt;
+  for (; index < count; ++index) {
+    const uint64_t at = chain_at + uint64_t{index - symbol_offset} * 4;
+    if (at + 4 > table.size()) return std::nullopt;
+    const uint32_t chained = load_u32(table, at);
+    if ((chained | 1) == (hash | 1)) candidates.push_back(index);
+    if ((chained & 1) != 0) return candidates;
+  }
+  return std::nullopt;  // the chain runs past the symbol table
+}
+
+// The same through a SysV .hash (32-bit words): every entry on the name's
+// chain. Nothing when the table is malformed.
+std::optional<std::vector<size_t>> sysv_hash_candidates(std::span<const uint8_t> table,
+                                                        size_t count, std::string_view name) {
+  if (table.size() < 8) return std::nullopt;
+  const uint32_t bucket_count = load_u32(table, 0);
+  const uint32_t chain_count = load_u32(table, 4);
+  if (bucket_count == 0 || 8 + (uint64_t{bucket_count} + chain_count) * 4 > table.size()) {
+    return std::nullopt;
+  }
+  const uint64_t chain_at = 8 + uint64_t{bucket_count} * 4;
+  std::vector<size_t> candidates;
+  uint32_t index = load_u32(table, 8 + uint64_t{sysv_hash(name) % bucket_count} * 4);
+  while (index != 0) {
+    if (index >= chain_count || index >= count || candidates.size() > chain_count) {
+      return std::nullopt;
+    }
+    candidates.push_back(index);
+    index = load_u32(table, chain_at + uint64_t{index} * 4);
+  }
+  std::sort(candidates.begin(), candidates.end());
+  return candidates;
+}
+
+// The data of one section, if it is a symbol table, a hash table, a note
+// (build-id) or .gnu_debuglink; other sections, and those without bytes in
+// the file, add nothing.
+void read_section_contents(Elf_Scn* section, const GElf_Shdr& header, const char* section_name,
+                           size_t symbol_entry_size, SectionContents& contents) {
   if (header.sh_type == SHT_NOBITS) return;
+  if (header.sh_type == SHT_GNU_HASH || (header.sh_type == SHT_HASH && header.sh_entsize == 4)) {
+    contents.hash_sections.push_back(HashSection{.link = header.sh_link,
+                                                 .file_offset = header.sh_offset,
+                                                 .size = header.sh_size,
+                                                 .gnu = header.sh_type == SHT_GNU_HASH});
+    return;
+  }
   const bool is_symbol_table = header.sh_type == SHT_SYMTAB || header.sh_type == SHT_DYNSYM;
   const bool is_note = header.sh_type == SHT_NOTE;
   const bool is_debug_link =
@@ -214,10 +342,93 @@ void read_section_contents(Elf* elf, Elf_Scn* section, const GElf_Shdr& header,
     return;
   }
   if (header.sh_type == SHT_SYMTAB) contents.has_symtab = true;
-  read_function_symbols(elf, data, header, symbol_entry_size, contents.symbols);
+  contents.symbol_sections.push_back(SymbolSection{.header = header,
+                                                   .data = data,
+                                                   .index = elf_ndxscn(section),
+                                                   .count = data->d_size / symbol_entry_size});
 }
 
 }  // namespace
+
+struct ElfFile::Tables {
+  std::shared_ptr<const Image> image;  // outlives the handle, which reads it
+  ElfHandle elf;
+  std::vector<SymbolSection> symbol_sections;
+  std::vector<HashSection> hash_sections;
+  // The hash tables are read in place: only in files laid out as this host
+  // reads them (64-bit, little-endian), where libelf converts nothing.
+  bool native_layout = false;
+  std::mutex lock;  // libelf reads strings and data lazily
+  std::once_flag all_read;
+  std::vector<ElfSymbol> all;
+
+  // The entries of `table` that can be called `name` by a hash table over
+  // it, or nothing (read the whole table).
+  std::optional<std::vector<size_t>> hashed_candidates(const SymbolSection& table,
+                                                       std::string_view name) const {
+    if (!native_layout || table.header.sh_type != SHT_DYNSYM) return std::nullopt;
+    // .gnu.hash first: the loader prefers it, and some files carry a stale .hash.
+    for (const bool gnu : {true, false}) {
+      for (const HashSection& hash : hash_sections) {
+        if (hash.gnu != gnu || hash.link != table.index || hash.file_offset >= image->size ||
+            hash.size > image->size - hash.file_offset) {
+          continue;
+        }
+        const std::span<const uint8_t> bytes(image->data + hash.file_offset, hash.size);
+        auto candidates = gnu ? gnu_hash_candidates(bytes, table.count, name)
+                              : sysv_hash_candidates(bytes, table.count, name);
+        if (candidates) return candidates;
+      }
+    }
+    return std::nullopt;
+  }
+};
+
+const std::vector<ElfSymbol>& ElfFile::symbols() const {
+  static const std::vector<ElfSymbol> kNone;
+  if (!tables_) return kNone;
+  Tables& tables = *tables_;
+  std::call_once(tables.all_read, [&tables] {
+    const std::lock_guard guard(tables.lock);
+    for (const SymbolSection& table : tables.symbol_sections) {
+      read_function_symbols(
+          tables.elf.get(), table, [](const ElfSymbolView&) { return true; }, tables.all);
+    }
+  });
+  return tables.all;
+}
+
+std::vector<ElfSymbol> ElfFile::symbols_where(
+    const std::function<bool(const ElfSymbolView&)>& keep) const {
+  std::vector<ElfSymbol> kept;
+  if (!tables_) return kept;
+  const std::lock_guard guard(tables_->lock);
+  for (const SymbolSection& table : tables_->symbol_sections) {
+    read_function_symbols(tables_->elf.get(), table, keep, kept);
+  }
+  return kept;
+}
+
+std::vector<ElfSymbol> ElfFile::symbols_named(std::string_view name) const {
+  std::vector<ElfSymbol> named;
+  if (!tables_) return named;
+  const std::lock_guard guard(tables_->lock);
+  const auto is_named = [name](const ElfSymbolView& view) { return view.name == name; };
+  for (const SymbolSection& table : tables_->symbol_sections) {
+    const auto candidates = tables_->hashed_candidates(table, name);
+    if (!candidates) {
+      read_function_symbols(tables_->elf.get(), table, is_named, named);
+      continue;
+    }
+    for (const size_t index : *candidates) {
+      GElf_Sym symbol;
+      if (gelf_getsym(table.data, static_cast<int>(index), &symbol) == nullptr) continue;
+      const auto view = as_function(tables_->elf.get(), table, symbol);
+      if (view && is_named(*view)) named.push_back(to_symbol(*view, symbol, table));
+    }
+  }
+  return named;
+}
 
 Result<ElfFile> ElfFile::open(const std::string& path) {
   FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -302,9 +513,19 @@ Result<void> ElfFile::load(const char* what) {
                                         .size = header.sh_size,
                                         .in_file = header.sh_type != SHT_NOBITS});
     }
-    read_section_contents(elf->get(), section, header, section_name, symbol_entry_size, contents);
+    read_section_contents(section, header, section_name, symbol_entry_size, contents);
   }
-  symbols_ = std::move(contents.symbols);
+  GElf_Ehdr file_header;
+  const bool native = std::endian::native == std::endian::little &&
+                      gelf_getehdr(elf->get(), &file_header) != nullptr &&
+                      file_header.e_ident[EI_CLASS] == ELFCLASS64 &&
+                      file_header.e_ident[EI_DATA] == ELFDATA2LSB;
+  tables_ = std::make_shared<Tables>();
+  tables_->image = image_;
+  tables_->elf = std::move(*elf);
+  tables_->symbol_sections = std::move(contents.symbol_sections);
+  tables_->hash_sections = std::move(contents.hash_sections);
+  tables_->native_layout = native;
   has_symtab_ = contents.has_symtab;
   build_id_ = std::move(contents.build_id);
   debug_link_ = std::move(contents.debug_link);

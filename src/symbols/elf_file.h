@@ -1,11 +1,14 @@
 // Reads what symbol lookup needs from one ELF file (libelf): function
 // symbols, loadable segments, sections by name, build-id and .gnu_debuglink,
 // and the bytes at a file offset or virtual address. Every malformed input is
-// an Error, never a crash.
+// an Error, never a crash. Symbols are read when first asked for, and one
+// name can be looked up through the ELF hash tables without reading the rest:
+// start-up pays only for what the run uses.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -48,6 +51,14 @@ struct ElfSection {
   std::span<const uint8_t> bytes;
 };
 
+// What a filter sees of a function symbol before anything is copied out of
+// the file.
+struct ElfSymbolView {
+  std::string_view name;
+  uint64_t address = 0;
+  bool ifunc = false;
+};
+
 struct DebugLink {
   std::string file_name;
   uint32_t crc = 0;
@@ -63,7 +74,16 @@ class ElfFile {
   static Result<ElfFile> parse(std::span<const uint8_t> image, std::string name);
 
   const std::string& path() const { return path_; }
-  const std::vector<ElfSymbol>& symbols() const { return symbols_; }
+  // Every function symbol: .dynsym and .symtab, in section order, then
+  // symbol order. Read on the first call (and kept); thread-safe.
+  const std::vector<ElfSymbol>& symbols() const;
+  // The function symbols called `name`: exactly those of symbols(), in the
+  // same order, found in .dynsym through .gnu.hash (or .hash) where the file
+  // has one, so that a stripped library's table is not read.
+  std::vector<ElfSymbol> symbols_named(std::string_view name) const;
+  // The function symbols `keep` accepts, in symbols() order; the others are
+  // looked at in place and never copied.
+  std::vector<ElfSymbol> symbols_where(const std::function<bool(const ElfSymbolView&)>& keep) const;
   const std::vector<LoadSegment>& segments() const { return segments_; }
   bool has_symtab() const { return has_symtab_; }
   // Lower-case hex of the GNU build-id note, if the file has one.
@@ -90,6 +110,7 @@ class ElfFile {
 
  private:
   struct Image;  // the file's bytes: a private mapping or an owned copy
+  struct Tables;  // the libelf handle and symbol tables, read on demand
   struct SectionHeader {
     std::string name;
     uint64_t address = 0;
@@ -102,7 +123,7 @@ class ElfFile {
 
   std::string path_;
   std::shared_ptr<const Image> image_;
-  std::vector<ElfSymbol> symbols_;
+  std::shared_ptr<Tables> tables_;  // shared by copies, like the image
   std::vector<LoadSegment> segments_;
   std::vector<SectionHeader> sections_;
   bool has_symtab_ = false;

@@ -3,7 +3,9 @@
 #include <elf.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <set>
 #include <tuple>
@@ -92,22 +94,76 @@ std::string did_you_mean(const std::vector<std::string>& names) {
   return hint + "?";
 }
 
+// The size of the first function (not an IFUNC) of the file's symbols at an
+// address, if there is one.
+using SizeAt = std::function<std::optional<uint64_t>(uint64_t address)>;
+
 // IFUNC symbols move to the implementation the loader picks, taking the
 // size of a symbol found there (folding them with it as aliases).
-void point_ifuncs_at_their_implementations(ElfSymbolResolver::SymbolTable& table) {
-  std::map<uint64_t, uint64_t> size_at;
-  for (const Function& function : table.functions) {
-    if (!function.ifunc) size_at.emplace(function.address, function.size);
-  }
+void point_ifuncs_at_their_implementations(ElfSymbolResolver::SymbolTable& table,
+                                           const SizeAt& size_at) {
   for (Function& function : table.functions) {
     if (!function.ifunc) continue;
     const auto target = ifunc_target(table.binary.path(), function.raw);
     if (!target) continue;
     function.address = *target;
-    const auto sized = size_at.find(*target);
-    function.size = sized != size_at.end() ? sized->second : 0;
+    function.size = size_at(*target).value_or(0);
     function.ifunc_resolved = true;
   }
+}
+
+// The table's functions, one per name and address: .symtab and .dynsym (and
+// the debug file) repeat most symbols.
+void add_functions(ElfSymbolResolver::SymbolTable& table, const std::vector<ElfSymbol>& symbols) {
+  std::set<std::pair<std::string_view, uint64_t>> seen;
+  table.functions.reserve(symbols.size());
+  for (const ElfSymbol& symbol : symbols) {
+    if (!seen.emplace(symbol.name, symbol.address).second) continue;
+    Function function;
+    function.raw = symbol.name;
+    function.demangled = demangle(symbol.name);
+    function.unqualified =
+        function.demangled == function.raw ? function.raw : without_parameters(function.demangled);
+    function.address = symbol.address;
+    function.size = symbol.size;
+    function.binding = symbol.binding;
+    function.ifunc = symbol.ifunc;
+    table.functions.push_back(std::move(function));
+  }
+}
+
+// True when every function an exact name can match is found from that name
+// alone: a name of identifier characters (and '.', as in "f.cold"). A C++
+// name as users write it ("ns::f", "f(int)") needs every name demangled.
+bool looked_up_by_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$';
+  });
+}
+
+// The symbols of `file` an exact, identifier-like `name` can match, in the
+// order symbols() lists them. A mangled name only matches itself. Any other
+// name also matches C++ functions of the global namespace whose name without
+// parameters is `name`: mangled "_Z<length><name>..." (or "_ZL..." with
+// internal linkage), the only manglings that demangle to "name(...)".
+std::vector<ElfSymbol> symbols_for_exact_name(const ElfFile& file, std::string_view name) {
+  if (name.starts_with("_Z")) return file.symbols_named(name);
+  const std::string length = std::to_string(name.size());
+  const std::string global = "_Z" + length + std::string(name);
+  const std::string internal = "_ZL" + length + std::string(name);
+  return file.symbols_where([&](const ElfSymbolView& symbol) {
+    return symbol.name == name || symbol.name.starts_with(global) ||
+           symbol.name.starts_with(internal);
+  });
+}
+
+// The first function (not an IFUNC) at `address` in `file`, as SizeAt.
+std::optional<uint64_t> size_in_file(const ElfFile& file, uint64_t address) {
+  const auto at = file.symbols_where([address](const ElfSymbolView& symbol) {
+    return symbol.address == address && !symbol.ifunc;
+  });
+  if (at.empty()) return std::nullopt;
+  return at.front().size;
 }
 
 // A Go binary lists every function in its pclntab, which survives
@@ -140,13 +196,22 @@ Result<void> add_go_functions(ElfSymbolResolver::SymbolTable& table) {
 
 }  // namespace
 
-ElfSymbolResolver::ElfSymbolResolver(SearchPaths paths) : paths_(std::move(paths)) {}
+ElfSymbolResolver::ElfSymbolResolver(SearchPaths paths, bool exact_name_lookup)
+    : paths_(std::move(paths)), exact_name_lookup_(exact_name_lookup) {}
 ElfSymbolResolver::~ElfSymbolResolver() = default;
+
+Result<ElfFile> ElfSymbolResolver::open_file(const std::string& path) {
+  if (auto cached = files_.find(path); cached != files_.end()) return cached->second;
+  auto file = ElfFile::open(path);
+  if (!file) return std::unexpected(file.error());
+  files_.emplace(path, *file);
+  return file;
+}
 
 Result<std::shared_ptr<const ElfSymbolResolver::SymbolTable>> ElfSymbolResolver::symbols_of(
     const std::string& path) {
   if (auto cached = tables_.find(path); cached != tables_.end()) return cached->second;
-  auto binary = ElfFile::open(path);
+  auto binary = open_file(path);
   if (!binary) return std::unexpected(binary.error());
   auto table = std::make_shared<SymbolTable>(std::move(*binary));
   table->symbol_file = path;
@@ -159,26 +224,66 @@ Result<std::shared_ptr<const ElfSymbolResolver::SymbolTable>> ElfSymbolResolver:
       symbols.insert(symbols.end(), debug->symbols().begin(), debug->symbols().end());
     }
   }
-  // .symtab and .dynsym (and the debug file) repeat most symbols.
-  std::set<std::pair<std::string_view, uint64_t>> seen;
-  table->functions.reserve(symbols.size());
-  for (const ElfSymbol& symbol : symbols) {
-    if (!seen.emplace(symbol.name, symbol.address).second) continue;
-    Function function;
-    function.raw = symbol.name;
-    function.demangled = demangle(symbol.name);
-    function.unqualified =
-        function.demangled == function.raw ? function.raw : without_parameters(function.demangled);
-    function.address = symbol.address;
-    function.size = symbol.size;
-    function.binding = symbol.binding;
-    function.ifunc = symbol.ifunc;
-    table->functions.push_back(std::move(function));
+  add_functions(*table, symbols);
+  std::map<uint64_t, uint64_t> sizes;
+  for (const Function& function : table->functions) {
+    if (!function.ifunc) sizes.emplace(function.address, function.size);
   }
-  point_ifuncs_at_their_implementations(*table);
+  point_ifuncs_at_their_implementations(*table, [&sizes](uint64_t address) {
+    const auto sized = sizes.find(address);
+    return sized != sizes.end() ? std::optional(sized->second) : std::nullopt;
+  });
   if (auto go = add_go_functions(*table); !go) return std::unexpected(go.error());
   tables_.emplace(path, table);
   return table;
+}
+
+Result<std::shared_ptr<const ElfSymbolResolver::SymbolTable>> ElfSymbolResolver::symbols_named(
+    const std::string& path, const std::string& name) {
+  const auto key = std::make_pair(path, name);
+  if (auto cached = named_tables_.find(key); cached != named_tables_.end()) return cached->second;
+  auto binary = open_file(path);
+  if (!binary) return std::unexpected(binary.error());
+  // Go code is listed in the pclntab too, under names the symbols can differ from.
+  if (has_go_sections(*binary)) return std::shared_ptr<const SymbolTable>();
+  auto table = std::make_shared<SymbolTable>(std::move(*binary));
+  table->symbol_file = path;
+  const ElfFile& file = table->binary;
+
+  // The same files, in the same order, as symbols_of() reads.
+  std::vector<ElfSymbol> symbols = symbols_for_exact_name(file, name);
+  std::optional<ElfFile> debug;
+  if (!file.has_symtab()) debug = find_debug_file(file, paths_);
+  if (debug) {
+    table->symbol_file = debug->path();
+    std::vector<ElfSymbol> more = symbols_for_exact_name(*debug, name);
+    symbols.insert(symbols.end(), more.begin(), more.end());
+  }
+  add_functions(*table, symbols);
+  point_ifuncs_at_their_implementations(*table, [&file, &debug](uint64_t address) {
+    auto size = size_in_file(file, address);
+    if (!size && debug) size = size_in_file(*debug, address);
+    return size;
+  });
+  named_tables_.emplace(key, table);
+  return table;
+}
+
+Result<std::shared_ptr<const ElfSymbolResolver::SymbolTable>> ElfSymbolResolver::table_for(
+    const std::string& path, const NameMatcher& matcher) {
+  const bool by_name = exact_name_lookup_ && matcher.is_exact() &&
+                       looked_up_by_name(matcher.text()) && !tables_.contains(path);
+  if (by_name) {
+    auto named = symbols_named(path, matcher.text());
+    if (!named) return std::unexpected(named.error());
+    // Nothing found by name: the whole tables say so, with close names.
+    if (*named && std::ranges::any_of((*named)->functions, [&matcher](const Function& function) {
+          return matcher.matches(function.names());
+        })) {
+      return *named;
+    }
+  }
+  return symbols_of(path);
 }
 
 Result<std::vector<ProbeSite>> ElfSymbolResolver::resolve(const TargetSpec& spec,
@@ -200,7 +305,7 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
                                                       const ResolveOptions& options) {
   auto matcher = NameMatcher::create(spec.function, spec.regex);
   if (!matcher) return std::unexpected(matcher.error());
-  auto table_result = symbols_of(path);
+  auto table_result = table_for(path, *matcher);
   if (!table_result) return std::unexpected(table_result.error());
   const SymbolTable& table = **table_result;
   // Users read the path the process knows; probes attach through ours.

@@ -8,12 +8,15 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "symbols/probe_site.h"
 #include "symbols/search_paths.h"
 
 namespace funclatency {
+
+class NameMatcher;
 
 // A matched function that cannot be probed, and why. For -v and -l.
 struct RefusedFunction {
@@ -47,7 +50,14 @@ struct ListedFunction {
 
 class ElfSymbolResolver {
  public:
-  explicit ElfSymbolResolver(SearchPaths paths = {});
+  // With `exact_name_lookup`, an exact function name made of identifier
+  // characters ("malloc", "_ZNSo5flushEv") is looked up by name: through the
+  // hash tables of .dynsym, with only the candidates demangled, instead of
+  // reading every symbol of the file; what it resolves to is the same. A
+  // name found that way is matched as it is written: a C++ function whose
+  // own identifier starts with "_Z" (reserved to the implementation) is not
+  // found by its mangled name. False always reads the whole tables.
+  explicit ElfSymbolResolver(SearchPaths paths = {}, bool exact_name_lookup = true);
   ~ElfSymbolResolver();
 
   // Every function `spec` names, aliases at one address folded into one. A
@@ -69,10 +79,23 @@ class ElfSymbolResolver {
 
  private:
   Result<std::shared_ptr<const SymbolTable>> symbols_of(const std::string& path);
+  // The functions of `path` an exact `name` can match, read by name; null
+  // when a lookup by name cannot answer for the file (Go code).
+  Result<std::shared_ptr<const SymbolTable>> symbols_named(const std::string& path,
+                                                           const std::string& name);
+  // What `matcher` is matched against: symbols_named() where it applies and
+  // finds a match, else symbols_of().
+  Result<std::shared_ptr<const SymbolTable>> table_for(const std::string& path,
+                                                       const NameMatcher& matcher);
+  Result<ElfFile> open_file(const std::string& path);
 
   SearchPaths paths_;
+  bool exact_name_lookup_ = true;
   // Parsed files by path: several targets often name one binary.
   std::map<std::string, std::shared_ptr<const SymbolTable>> tables_;
+  // Tables read by name, by path and name; files opened, by path.
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<const SymbolTable>> named_tables_;
+  std::map<std::string, ElfFile> files_;
 };
 
 // Every function the targets match, probeable or not (with the reason), for

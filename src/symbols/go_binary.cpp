@@ -405,7 +405,7 @@ Result<std::vector<GoFunction>> parse_go_pclntab(std::span<const uint8_t> table,
 Result<std::optional<GoBinary>> read_go_binary(const ElfFile& file) {
   const std::optional<ElfSection> buildinfo = file.section(".go.buildinfo");
   if (!buildinfo) {
-    if (file.section(".gopclntab") || file.section(".data.rel.ro.gopclntab")) {
+    if (has_go_sections(file)) {
       return bad_input(file.path() +
                            " is a Go binary without .go.buildinfo: its Go version is "
                            "unknown",
@@ -430,6 +430,11 @@ Result<std::optional<GoBinary>> read_go_binary(const ElfFile& file) {
   if (!functions) return std::unexpected(functions.error());
   binary.functions = std::move(*functions);
   return binary;
+}
+
+bool has_go_sections(const ElfFile& file) {
+  return file.section(".go.buildinfo") || file.section(".gopclntab") ||
+         file.section(".data.rel.ro.gopclntab");
 }
 
 }  // namespace funclatency

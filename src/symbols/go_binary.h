@@ -70,4 +70,8 @@ Result<std::vector<GoFunction>> parse_go_pclntab(std::span<const uint8_t> table,
 // tables are missing or malformed.
 Result<std::optional<GoBinary>> read_go_binary(const ElfFile& file);
 
+// True when read_go_binary would not say "nothing": the file has
+// .go.buildinfo or a pclntab section. Looks at section names only.
+bool has_go_sections(const ElfFile& file);
+
 }  // namespace funclatency

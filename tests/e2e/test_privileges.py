@@ -11,11 +11,13 @@ import os
 import pwd
 import re
 import signal
+import time
 import urllib.request
 
 import pytest
 
-from conftest import (EXIT_TIMEOUT, TOOL_ATTACH_TIMEOUT, assert_refused, build_dir, free_port,
+from conftest import (EXIT_TIMEOUT, TOOL_ATTACH_TIMEOUT, assert_breakpoint_present,
+                      assert_nothing_attached, assert_refused, build_dir, free_port,
                       parse_json_records, run_tool, totals_by_symbol, wait_until)
 from test_dlopen import private_plugin, spawn_dlopener, start_waiting_tool
 from test_otlp import receiver_program, start_receiver  # noqa: F401 (a fixture)
@@ -46,9 +48,17 @@ def thread_status(pid):
     return threads
 
 
-def assert_unprivileged(pid, uid, permitted=0):
-    threads = thread_status(pid)
-    assert len(threads) >= 2, threads  # the exporters' threads are checked too
+def assert_unprivileged(pid, uid, permitted=0, min_threads=2):
+    """No thread has an effective capability; the main thread keeps `permitted`.
+    With something permitted, the main thread makes it effective for a moment
+    while it looks for a library: then one of a few looks must find it at 0."""
+    for _ in range(50):
+        threads = thread_status(pid)
+        if threads[pid]["CapEff"] == 0 or not permitted:
+            break
+        assert threads[pid]["CapEff"] & ~permitted == 0, threads[pid]
+        time.sleep(0.01)
+    assert len(threads) >= min_threads, threads  # the exporters' threads are checked too
     for tid, status in threads.items():
         assert status["CapEff"] == 0, (tid, threads)
         assert status["CapAmb"] == 0, (tid, threads)
@@ -128,6 +138,17 @@ def test_late_attach_as_another_user(procs, tool, tmp_path):
     assert traced.wait(EXIT_TIMEOUT) == 0, traced.describe()
     record = totals_by_symbol(traced.text("stdout"))["naming_lib_op"]
     assert record["count"] == json.loads(truth.read_text())["calls"] == 300
+
+
+def test_exit_still_detaches_without_privileges(procs, tool, target_app):
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    work = procs.start_workload(target_app, ["--rate", "100"], wait_signal=False)
+    traced = procs.start_tool(tool, ["--user", "nobody", "-p", work.pid, ":slow_op"])
+    assert_breakpoint_present(work, target_app, "slow_op")
+    assert_unprivileged(traced.pid, NOBODY.pw_uid, min_threads=1)
+    assert traced.stop(signal.SIGINT) == 0, traced.describe()
+    assert_nothing_attached(work, target_app, "slow_op")
 
 
 def test_unknown_user_is_refused_before_attaching(tool, target_app):

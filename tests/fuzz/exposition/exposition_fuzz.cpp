@@ -1,7 +1,8 @@
 // libFuzzer target for the Prometheus/OpenMetrics encoder: label values of
-// any bytes (quotes, newlines, invalid UTF-8), any counts, any prefix and
-// Accept header. The exposition must come out whole: every sample line
-// ends where it should, and OpenMetrics closes with "# EOF".
+// any bytes (quotes, newlines, invalid UTF-8), --by series labels set or not,
+// any counts, any prefix and Accept header. The exposition must come out
+// whole: every sample line ends where it should, and OpenMetrics closes with
+// "# EOF".
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdlib>
@@ -33,6 +34,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     function.sum_ns = input.ConsumeIntegral<uint64_t>();
     function.lost.unreturned = input.ConsumeIntegral<uint32_t>();
     function.lost.ringbuf = input.ConsumeIntegral<uint32_t>();
+    // --by: series labels of any bytes, some unset (the others' then empty).
+    for (auto* label : {&function.series.comm, &function.series.cgroup,
+                        &function.series.container_id, &function.series.pod_uid}) {
+      if (input.ConsumeBool()) *label = input.ConsumeRandomLengthString(40);
+    }
+    if (input.ConsumeBool()) function.series.pid = function.pid;
+    function.series.other = input.ConsumeBool();
     snapshot.functions.push_back(std::move(function));
   }
 

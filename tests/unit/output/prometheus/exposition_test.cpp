@@ -412,6 +412,147 @@ TEST(Exposition, PrefixNamesTheCpuSplitFamilies) {
   EXPECT_EQ(lines_starting_with(bare, "function_runnable_ms_count{").size(), 1u);
 }
 
+// The label names of a sample line, in order (values may hold escaped quotes).
+std::vector<std::string> label_names(const std::string& line) {
+  std::vector<std::string> names;
+  size_t at = line.find('{');
+  if (at == std::string::npos) return names;
+  while (line[at] != '}') {
+    size_t equals = line.find('=', at);
+    names.push_back(line.substr(at + 1, equals - at - 1));
+    at = equals + 2;  // past ="
+    while (line[at] != '"') at += line[at] == '\\' ? 2 : 1;
+    at++;  // past the closing quote: ',' or '}'
+  }
+  return names;
+}
+
+// The containerd name of a Kubernetes container's cgroup.
+constexpr const char* kPodCgroup =
+    "/kubepods.slice/kubepods-burstable.slice/"
+    "kubepods-burstable-pod1b2f3c4d_5e6f_4a7b_8c9d_0e1f2a3b4c5d.slice/"
+    "cri-containerd-3f2a1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd.scope";
+constexpr const char* kContainerId =
+    "3f2a1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd";
+constexpr const char* kPodUid = "1b2f3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d";
+
+TEST(ExpositionSeries, LabelsOnEveryFamilyOfTheFunction) {
+  Report report;
+  report.functions.push_back(function_with_split("slow_op", {{1000, 0, 5000}}));
+  report.functions.back().series = {.pid = 1234, .comm = "target-app"};
+  report.functions.back().total_lost = {.unreturned = 3};
+  report.functions.push_back(function_with_split("slow_op", {{1000, 0, 0}, {2000, 0, 0}}));
+  report.functions.back().series = {.pid = 99, .comm = "we\"ird\\\n\xFF"};
+  std::string text = render_exposition(report, ExpositionFormat::kPrometheusText, "ebpf");
+  std::string first =
+      R"(symbol="slow_op",binary="/usr/bin/target-app",pid="1234",comm="target-app")";
+  std::string second = R"(symbol="slow_op",binary="/usr/bin/target-app",pid="99",comm="we\"ird\\\n)"
+                       "\xEF\xBF\xBD\"";
+  for (const char* family : {"latency", "oncpu", "runnable", "blocked"}) {
+    std::string name = std::string("ebpf_function_") + family + "_ms";
+    EXPECT_EQ(sample_value(text, name + "_count{" + first + "}"), 1u) << family;
+    EXPECT_EQ(sample_value(text, name + "_count{" + second + "}"), 2u) << family;
+    EXPECT_EQ(lines_starting_with(text, name + "_bucket{" + first + ",le=").size(), 33u);
+  }
+  EXPECT_EQ(
+      sample_value(text, "ebpf_function_lost_calls_total{" + first + R"(,reason="unreturned"})"),
+      3u);
+  EXPECT_EQ(
+      sample_value(text, "ebpf_function_lost_calls_total{" + second + R"(,reason="unreturned"})"),
+      0u);
+}
+
+TEST(ExpositionSeries, EverySeriesOfAScrapeHasTheSameLabelNames) {
+  // --by cgroup: a container's cgroup, one no runtime named, and the calls
+  // over --max-series.
+  Report report;
+  report.functions.push_back(function_with_split("slow_op", {{1000, 0, 0}}));
+  report.functions.back().series = {
+      .cgroup = kPodCgroup, .container_id = kContainerId, .pod_uid = kPodUid};
+  report.functions.push_back(function_with_split("slow_op", {{1000, 0, 0}}));
+  report.functions.back().series = {.cgroup = "/system.slice/cron.service"};
+  report.functions.push_back(function_with_split("slow_op", {{1000, 0, 0}}));
+  report.functions.back().series.other = true;
+  report.functions.push_back(function_with("fast_op", {1000}));  // no --cpu-split
+  report.functions.back().series = {.cgroup = "/user.slice"};
+  for (auto format : {ExpositionFormat::kPrometheusText, ExpositionFormat::kOpenMetrics}) {
+    std::string text = render_exposition(report, format, "ebpf");
+    const std::vector<std::string> expected = {"symbol",       "binary",  "cgroup",
+                                               "container_id", "pod_uid", "series"};
+    size_t samples = 0;
+    for (const std::string& line : lines_starting_with(text, "ebpf_function_")) {
+      auto names = label_names(line);
+      if (!names.empty() && (names.back() == "le" || names.back() == "reason")) names.pop_back();
+      EXPECT_EQ(names, expected) << line;
+      samples++;
+    }
+    EXPECT_EQ(samples, 4 * 35u + 3 * 3 * 35u + 4 * 3u);
+  }
+  std::string text = render_exposition(report, ExpositionFormat::kPrometheusText, "ebpf");
+  std::string function =
+      R"(ebpf_function_latency_ms_count{symbol="slow_op",binary="/usr/bin/target-app",)";
+  EXPECT_EQ(sample_value(text, function + "cgroup=\"" + kPodCgroup + "\",container_id=\"" +
+                                   kContainerId + "\",pod_uid=\"" + kPodUid + "\",series=\"\"}"),
+            1u);
+  EXPECT_EQ(sample_value(text, function + R"(cgroup="/system.slice/cron.service",container_id="",)"
+                                          R"(pod_uid="",series=""})"),
+            1u);
+  EXPECT_EQ(
+      sample_value(text, function + R"(cgroup="",container_id="",pod_uid="",series="other"})"), 1u);
+}
+
+TEST(ExpositionSeries, ByPidTheOtherSeriesHasAnEmptyPid) {
+  Report report;
+  report.functions.push_back(function_with("f", {1000}));
+  report.functions.back().series.pid = 7;
+  report.functions.push_back(function_with("f", {1000, 2000}));
+  report.functions.back().series.other = true;
+  std::string text = render_exposition(report, ExpositionFormat::kPrometheusText, "ebpf");
+  std::string function =
+      R"(ebpf_function_latency_ms_count{symbol="f",binary="/usr/bin/target-app",)";
+  EXPECT_EQ(sample_value(text, function + R"(pid="7",series=""})"), 1u);
+  EXPECT_EQ(sample_value(text, function + R"(pid="",series="other"})"), 2u);
+}
+
+TEST(ExpositionSeries, SeriesOfAFunctionStayApartAndTheirPidWinsOverDashP) {
+  Report report;
+  for (int pid : {4242, 4243, 4242}) {
+    report.functions.push_back(function_with("f", {1000}));
+    report.functions.back().pid = 4242;  // -p
+    report.functions.back().series.pid = pid;
+  }
+  auto snapshot = snapshot_of(report);
+  ASSERT_EQ(snapshot.functions.size(), 2u);
+  EXPECT_EQ(snapshot.functions[0].count, 2u);
+  std::string text = render_exposition(snapshot, ExpositionFormat::kPrometheusText, "ebpf");
+  std::string function =
+      R"(ebpf_function_latency_ms_count{symbol="f",binary="/usr/bin/target-app",)";
+  EXPECT_EQ(sample_value(text, function + R"(pid="4242"})"), 2u);
+  EXPECT_EQ(sample_value(text, function + R"(pid="4243"})"), 1u);
+  // Series that differ in another label only are apart too.
+  report.functions[2].series.comm = "other-comm";
+  EXPECT_EQ(snapshot_of(report).functions.size(), 3u);
+}
+
+TEST(ExpositionSeries, WithoutSeriesAPidLabelIsWhereItWas) {
+  // Without --by, pid (from -p) is a label of the functions that have one
+  // and no empty label appears.
+  Report report;
+  report.functions.push_back(function_with("f", {1000}));
+  report.functions.back().pid = 17;
+  report.functions.push_back(function_with("g", {1000}));
+  std::string text = render_exposition(report, ExpositionFormat::kPrometheusText, "ebpf");
+  EXPECT_EQ(text.find("=\"\""), std::string::npos) << text;
+  EXPECT_EQ(
+      sample_value(
+          text,
+          R"(ebpf_function_latency_ms_count{symbol="f",binary="/usr/bin/target-app",pid="17"})"),
+      1u);
+  EXPECT_EQ(sample_value(
+                text, R"(ebpf_function_latency_ms_count{symbol="g",binary="/usr/bin/target-app"})"),
+            1u);
+}
+
 TEST(NegotiateFormat, PicksOpenMetricsOnlyWhenAsked) {
   // What Prometheus 2.42 sends.
   EXPECT_EQ(negotiate_format("application/openmetrics-text;version=1.0.0,application/"

@@ -91,6 +91,32 @@ TEST(PrometheusSink, ServesTheLatestReportInTheFormatAskedFor) {
   EXPECT_EQ(client.Get("/nothing-here")->status, 404);
 }
 
+TEST(PrometheusSink, SeriesLeftOutOfTheLatestReportAreNoLongerServed) {
+  // --by pid: process 11 exited; the report after the one that last listed
+  // it does not list it, and neither does /metrics.
+  auto sink = start_on_any_port();
+  ASSERT_TRUE(sink);
+  Report both = report_of(3);
+  both.functions.push_back(both.functions[0]);
+  both.functions[0].series.pid = 11;
+  both.functions[1].series.pid = 12;
+  Report survivor = both;
+  survivor.functions.erase(survivor.functions.begin());
+  httplib::Client client("127.0.0.1", sink->port());
+  sink->write(both);
+  auto before = client.Get("/metrics");
+  ASSERT_TRUE(before);
+  EXPECT_NE(before->body.find(R"(pid="11")"), std::string::npos);
+  sink->write(survivor);
+  auto after = client.Get("/metrics");
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->body.find(R"(pid="11")"), std::string::npos) << after->body;
+  EXPECT_NE(after->body.find(R"(ebpf_function_latency_ms_count{symbol="slow_op",)"
+                             R"(binary="/usr/bin/target-app",pid="12"} 3)"),
+            std::string::npos)
+      << after->body;
+}
+
 TEST(PrometheusSink, ScrapesRunConcurrentlyWithWrites) {
   auto sink = start_on_any_port("custom");
   ASSERT_TRUE(sink);

@@ -110,6 +110,43 @@ TEST(Promtool, AcceptsTheServedExposition) {
     EXPECT_TRUE(accepted_lint(problem)) << problem;
 }
 
+// --by pid,comm,cgroup with --max-series: every label, values that need
+// escaping, empty ones where a series has none, the `other` series.
+TEST(Promtool, AcceptsSeriesLabels) {
+  if (!have_promtool())
+    GTEST_FAIL() << "promtool not found: run scripts/setup (package prometheus)";
+  Report report = varied_report();
+  report.functions.resize(1);  // slow_op, with --cpu-split
+  report.functions.push_back(report.functions[0]);
+  report.functions.push_back(report.functions[0]);
+  report.functions[0].series = {
+      .pid = 1234,
+      .comm = "target-app",
+      .cgroup =
+          "/kubepods.slice/kubepods-besteffort.slice/"
+          "kubepods-besteffort-pod1b2f3c4d_5e6f_4a7b_8c9d_0e1f2a3b4c5d.slice/"
+          "cri-containerd-3f2a1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd."
+          "scope",
+      .container_id = "3f2a1b2c3d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd",
+      .pod_uid = "1b2f3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"};
+  report.functions[1].series = {
+      .pid = 77, .comm = "we\"ird\\\n\xE5", .cgroup = "/user.slice/user-0.slice"};
+  report.functions[2].series.other = true;
+  report.functions[2].total_lost = {.unreturned = 1};
+  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "ebpf");
+  ASSERT_TRUE(sink) << sink.error().message();
+  (*sink)->write(report);
+  httplib::Client client("127.0.0.1", (*sink)->port());
+  auto response = client.Get("/metrics");  // text 0.0.4, what promtool parses
+  ASSERT_TRUE(response);
+  ASSERT_NE(response->body.find(R"(series="other")"), std::string::npos);
+  ASSERT_NE(response->body.find(R"(container_id="3f2a1b2c3d4e)"), std::string::npos);
+  PromtoolVerdict verdict = promtool_check_metrics(response->body);
+  EXPECT_TRUE(verdict.exit_code == 0 || verdict.exit_code == 3) << verdict.exit_code;
+  for (const std::string& problem : verdict.problems)
+    EXPECT_TRUE(accepted_lint(problem)) << problem;
+}
+
 TEST(Promtool, RejectsABrokenExposition) {
   // The check above can fail: promtool does reject what it cannot parse.
   if (!have_promtool())
