@@ -40,7 +40,8 @@ _funclatency() {
     -u --microseconds -m --milliseconds -n --nanoseconds -T --timestamp
     --mode --auto-threshold --exit-probes --json -v --verbose -l --list
     -r --regex --merge --max-functions --wait-for-library --late-functions
-    --calibrate --subtract-overhead --cpu-split
+    --calibrate --subtract-overhead --cpu-split --by --max-series -c --cgroup
+    --kernel-slots
     --prometheus --prometheus-prefix --web-config --otlp --otlp-protocol
     --otlp-histogram --otlp-temporality --otlp-pid-attribute --user"
 
@@ -48,6 +49,7 @@ _funclatency() {
   local -A choices=(
     [--mode]='auto events kernel'
     [--exit-probes]='auto uretprobe ret'
+    [--by]='pid comm cgroup'
     [--otlp-protocol]='http/protobuf http/json grpc'
     [--otlp-histogram]='explicit exponential'
     [--otlp-temporality]='cumulative delta'

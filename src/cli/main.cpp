@@ -23,6 +23,7 @@
 #include "cli/series.h"
 #include "collect/aggregator.h"
 #include "collect/calibration.h"
+#include "collect/cgroup_names.h"
 #include "collect/trace_session.h"
 #include "common/unique_fd.h"
 #include "output/console_sink.h"
@@ -272,6 +273,16 @@ Result<TracingProbes> attach(const Config& config, const LoadOptions& load,
 Aggregator make_aggregator(const Config& config, const TracingProbes& probes) {
   auto [groups, group_of_function] =
       report_groups(config, probes.links.sites(), probes.object->num_functions());
+  // A process in a container: its reports say which.
+  if (config.pid) {
+    if (auto cgroup = cgroup_of_process(*config.pid)) {
+      ContainerInfo container = container_of_cgroup(*cgroup);
+      for (auto& group : groups) {
+        group.container_id = container.container_id;
+        group.pod_uid = container.pod_uid;
+      }
+    }
+  }
   Aggregator aggregator(std::move(groups), std::move(group_of_function), config.unit_ns,
                         std::chrono::system_clock::now(), config.cpu_split);
   if (config.series_by) aggregator.set_series(series_options(config));

@@ -24,7 +24,12 @@ std::string v2_mount_hint() {
 }
 }  // namespace
 
-Result<UniqueFd> open_cgroup_v2(const std::string& path) {
+Result<UniqueFd> open_cgroup_v2(const std::string& given) {
+  // A relative path is one below the cgroup v2 mount ("kubepods.slice/...").
+  std::string path = given;
+  if (!path.starts_with('/')) {
+    if (auto mount = system_cgroup_v2_mount()) path = *mount + "/" + path;
+  }
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) {
     return std::unexpected(

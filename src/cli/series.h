@@ -12,9 +12,9 @@
 
 namespace funclatency {
 
-// A cgroup v2 directory opened for the kernel's filter; anything else (a
-// missing path, a v1 hierarchy, a file) is one clear kBadInput naming the v2
-// mount.
+// A cgroup v2 directory opened for the kernel's filter (absolute, or
+// relative to the v2 mount); anything else (a missing path, a v1 hierarchy,
+// a file) is one clear kBadInput naming the v2 mount.
 Result<UniqueFd> open_cgroup_v2(const std::string& path);
 
 // How the aggregator splits calls into series: labels from the cgroup v2

@@ -91,6 +91,8 @@ FunctionReport Aggregator::new_report(ReportGroup group) const {
                         .mode = AggregationMode::kEvents,
                         .interval = LatencyHistogram(unit_ns_),
                         .total = LatencyHistogram(unit_ns_)};
+  report.series.container_id = std::move(group.container_id);
+  report.series.pod_uid = std::move(group.pod_uid);
   if (cpu_split_) {
     report.interval_split = empty_split(unit_ns_);
     report.total_split = empty_split(unit_ns_);

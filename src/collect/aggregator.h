@@ -22,6 +22,9 @@ struct ReportGroup {
   std::string symbol;
   std::string binary;
   int pid = 0;
+  // With -p: the container the process runs in, where its cgroup names one.
+  std::optional<std::string> container_id;
+  std::optional<std::string> pod_uid;
 };
 
 // Cumulative in-kernel totals of one function, summed over CPUs.

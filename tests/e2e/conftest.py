@@ -14,12 +14,14 @@ import json
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -553,3 +555,95 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- Cgroups and private copies of target-app (--by, -c) -----------------------
+
+
+def cgroup_v2_mount() -> Path:
+    """Where the cgroup v2 hierarchy is mounted (/proc/mounts: not always
+    /sys/fs/cgroup; a hybrid layout has it at /sys/fs/cgroup/unified)."""
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[2] == "cgroup2":
+            return Path(fields[1])
+    pytest.skip("no cgroup v2 mount")
+
+
+def _remove_cgroup(path: Path):
+    """Moves the processes left in `path` back to the root, then removes it
+    (a process that just exited may keep it busy for a moment)."""
+    root = cgroup_v2_mount()
+
+    def removed():
+        if not path.exists():
+            return True
+        for pid in (path / "cgroup.procs").read_text().split():
+            try:
+                (root / "cgroup.procs").write_text(pid)
+            except OSError:
+                pass
+        try:
+            path.rmdir()
+            return True
+        except OSError:
+            return False
+
+    if not wait_until(removed, 5.0, interval=0.1):
+        path.rmdir()  # raises: the error names what keeps it
+
+
+@pytest.fixture
+def cgroups():
+    """make(name, *levels) -> a fresh cgroup v2 directory
+    funclatency-test-NAME-XXXXXXXX under the mount, or with `levels` the
+    directory those nested names make inside it (each level created); every
+    directory made is removed after the test, deepest first, its processes
+    moved back to the root cgroup first."""
+    made = []
+
+    def make(name, *levels):
+        path = cgroup_v2_mount() / f"funclatency-test-{name}-{uuid.uuid4().hex[:8]}"
+        path.mkdir()
+        made.append(path)
+        for level in levels:
+            path = path / level
+            path.mkdir()
+            made.append(path)
+        return path
+
+    yield make
+    for path in reversed(made):
+        _remove_cgroup(path)
+
+
+@pytest.fixture
+def private_app(target_app, tmp_path):
+    """A copy of target-app only this test runs: no other process calls it."""
+    copy = tmp_path / "target-app"
+    shutil.copy2(target_app, copy)
+    return copy
+
+
+def run_processes(procs, tool, app, placement, tool_args, mode, calls=150):
+    """Starts a target-app per cgroup in `placement`, traces them system-wide
+    with --json --mode MODE, lets them work; returns (records, {pid: truth of
+    slow_op})."""
+    works = []
+    for cgroup in placement:
+        work = procs.start_workload(app, ["--calls", str(calls), "--threads", "1"])
+        (cgroup / "cgroup.procs").write_text(str(work.pid))
+        works.append(work)
+    traced = procs.start_tool(tool, ["--json", "--mode", mode, "-i", "0.5", *tool_args,
+                                     f"{app}:slow_op"])
+    for work in works:
+        work.start()
+    truths = {work.pid: work.finish().function("slow_op") for work in works}
+    traced.stop()
+    records = parse_json_records(traced.text("stdout"))
+    return records, truths
+
+
+def totals(records) -> list:
+    """The "total" records among --json records (one per function and series)."""
+    return [r for r in records if r["type"] == "total"]

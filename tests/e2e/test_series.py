@@ -3,78 +3,15 @@ and -c traces only the tasks of a cgroup, against each target-app process's
 own ground truth, in both aggregation modes; --max-series folds the rest
 into `other` without losing a call."""
 
-import shutil
 import time
-import uuid
-from pathlib import Path
 
 import pytest
 
-from conftest import parse_json_records
+from conftest import cgroup_v2_mount, parse_json_records, run_processes, totals
 
 pytestmark = pytest.mark.bpf
 MODES = ["events", "kernel"]
 CALLS = 150
-
-
-def cgroup_v2_mount() -> Path:
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        fields = line.split()
-        if fields[2] == "cgroup2":
-            return Path(fields[1])
-    pytest.skip("no cgroup v2 mount")
-
-
-@pytest.fixture
-def cgroups():
-    """make(name) -> a fresh cgroup v2 directory, removed after the test."""
-    made = []
-
-    def make(name):
-        path = cgroup_v2_mount() / f"funclatency-test-{name}-{uuid.uuid4().hex[:8]}"
-        path.mkdir()
-        made.append(path)
-        return path
-
-    yield make
-    for path in reversed(made):
-        # Processes left in it go back to the root first.
-        for pid in (path / "cgroup.procs").read_text().split():
-            try:
-                (cgroup_v2_mount() / "cgroup.procs").write_text(pid)
-            except OSError:
-                pass
-        path.rmdir()
-
-
-@pytest.fixture
-def private_app(target_app, tmp_path):
-    """A copy of target-app only this test runs: no other process calls it."""
-    copy = tmp_path / "target-app"
-    shutil.copy2(target_app, copy)
-    return copy
-
-
-def run_processes(procs, tool, app, placement, tool_args, mode, calls=CALLS):
-    """Starts a target-app per cgroup in `placement`, traces them system-wide
-    with --json --mode MODE, lets them work; returns (totals, {pid: truth})."""
-    works = []
-    for cgroup in placement:
-        work = procs.start_workload(app, ["--calls", str(calls), "--threads", "1"])
-        (cgroup / "cgroup.procs").write_text(str(work.pid))
-        works.append(work)
-    traced = procs.start_tool(tool, ["--json", "--mode", mode, "-i", "0.5", *tool_args,
-                                     f"{app}:slow_op"])
-    for work in works:
-        work.start()
-    truths = {work.pid: work.finish().function("slow_op") for work in works}
-    traced.stop()
-    records = parse_json_records(traced.text("stdout"))
-    return records, truths
-
-
-def totals(records):
-    return [r for r in records if r["type"] == "total"]
 
 
 @pytest.mark.parametrize("mode", MODES)
