@@ -12,6 +12,32 @@ extern "C" {
 
 namespace funclatency {
 
+// Why and who: the split of each call, series, the cgroup filter, and the
+// kernel slots the aggregation may use.
+void add_attribution_options(CLI::App& app, CommandLine& v) {
+  app.add_flag("--cpu-split", v.cpu_split,
+               "Split each call's time into on-CPU, runnable (waiting for a CPU) and\n"
+               "blocked (sleeping), from the scheduler's context switches");
+  app.add_option("--by", v.by,
+                 "One histogram per function and pid, comm and/or cgroup (comma-separated):\n"
+                 "who is slow")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"pid", "comm", "cgroup"}))
+      ->type_name("KEY[,KEY]");
+  app.add_option("--max-series", v.max_series,
+                 "With --by: at most this many series; the calls of more go to `other`")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
+  app.add_option("--kernel-slots", v.kernel_slots,
+                 "Functions aggregated in the kernel at once (per-CPU histograms); others\n"
+                 "stay in events mode until a slot is free")
+      ->check(CLI::Range(1u, 100000u))
+      ->capture_default_str();
+  app.add_option("-c,--cgroup", v.cgroups,
+                 "Trace only tasks in this cgroup v2 directory or below it (repeatable)")
+      ->type_name("PATH");
+}
+
 void add_core_options(CLI::App& app, CommandLine& v) {
   // The project version from CMake, and the git revision of a checkout build.
   // main() prints it and exits 0 when CLI11 reports it (CLI::CallForVersion).
@@ -22,9 +48,6 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                "(alone: funclatency --calibrate)");
   app.add_flag("--subtract-overhead", v.subtract_overhead,
                "Calibrate first, then take the probes' own cost off every duration");
-  app.add_flag("--cpu-split", v.cpu_split,
-               "Split each call's time into on-CPU, runnable (waiting for a CPU) and\n"
-               "blocked (sleeping), from the scheduler's context switches");
   app.add_option("TARGET", v.targets,
                  "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
                  "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.")
@@ -60,24 +83,6 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                  "exception tables)")
       ->check(CLI::IsMember({"auto", "uretprobe", "ret"}))
       ->capture_default_str();
-  app.add_option("--by", v.by,
-                 "One histogram per function and pid, comm and/or cgroup (comma-separated):\n"
-                 "who is slow")
-      ->delimiter(',')
-      ->check(CLI::IsMember({"pid", "comm", "cgroup"}))
-      ->type_name("KEY[,KEY]");
-  app.add_option("--max-series", v.max_series,
-                 "With --by: at most this many series; the calls of more go to `other`")
-      ->check(CLI::Range(1u, 100000u))
-      ->capture_default_str();
-  app.add_option("--kernel-slots", v.kernel_slots,
-                 "Functions aggregated in the kernel at once (per-CPU histograms); others\n"
-                 "stay in events mode until a slot is free")
-      ->check(CLI::Range(1u, 100000u))
-      ->capture_default_str();
-  app.add_option("-c,--cgroup", v.cgroups,
-                 "Trace only tasks in this cgroup v2 directory or below it (repeatable)")
-      ->type_name("PATH");
   app.add_flag("--json", v.json, "One JSON object per function per interval, and totals at exit");
   app.add_flag("-v,--verbose", v.verbose, "Say where probes go and every mode switch");
   app.add_flag("-l,--list", v.list, "List the functions the TARGETs match, and exit");
@@ -94,6 +99,7 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                  "later")
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
+  add_attribution_options(app, v);
 }
 
 Result<Config> finish_config(const CommandLine& v) {

@@ -36,64 +36,46 @@ static_assert(sizeof(fl_thread_switches) == 40);
 static_assert(sizeof(fl_go_key) == 16);
 static_assert(sizeof(fl_go_stack) == 8 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
 
-Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
-  funclatency_bpf* skeleton = funclatency_bpf::open();
-  if (!skeleton) return runtime_error("open BPF object", errno);
-  auto fail = [&](std::string what, long code) -> std::unexpected<Error> {
-    int err = errno_from(code);
-    funclatency_bpf::destroy(skeleton);
-    if (err == EPERM || err == EACCES) {
-      return bad_input(std::move(what), privilege_hint(), err);
-    }
-    return runtime_error(std::move(what), err);
-  };
+namespace {
+
+// Kernel slots: at least one, at most one per function; 0 asks one per function.
+uint32_t slots_for(const LoadOptions& options) {
+  const uint32_t entries = options.num_functions ? options.num_functions : 1;
+  return std::clamp<uint32_t>(options.kernel_slots ? options.kernel_slots : entries, 1, entries);
+}
+
+// Read-only settings and map sizes, before load. A map a run does not use
+// keeps one entry (the LRU and per-CPU ones are allocated whole). Returns a
+// negative errno and the map it failed on.
+std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptions& options) {
+  const uint32_t entries = options.num_functions ? options.num_functions : 1;
+  const uint32_t slots = slots_for(options);
+  const uint32_t parts = options.cpu_split ? FL_CALL_PARTS : 1;
   skeleton->rodata->unit_ns = options.unit_ns;
   skeleton->rodata->filter_tgid = options.filter_tgid;
-  uint32_t entries = options.num_functions ? options.num_functions : 1;
-  const uint32_t slots =
-      std::clamp<uint32_t>(options.kernel_slots ? options.kernel_slots : entries, 1, entries);
-  for (bpf_map* map : {skeleton->maps.fn_lost, skeleton->maps.fn_config}) {
-    if (int rc = bpf_map__set_max_entries(map, entries); rc < 0) {
-      return fail(fmt::format("size BPF map {}", bpf_map__name(map)), rc);
-    }
-  }
-  if (int rc = bpf_map__set_max_entries(skeleton->maps.fn_stats,
-                                        slots * (options.cpu_split ? FL_CALL_PARTS : 1));
-      rc < 0) {
-    return fail("size BPF map fn_stats", rc);
-  }
-  if (!options.cpu_split) {
-    if (int rc = bpf_map__set_max_entries(skeleton->maps.thread_switches, 1); rc < 0) {
-      return fail("size BPF map thread_switches", rc);
-    }
-  }
-  if (options.cpu_split) skeleton->rodata->split_stride = slots;
-  if (int rc = bpf_map__set_max_entries(skeleton->maps.events, options.ringbuf_bytes); rc < 0) {
-    return fail("size the BPF ring buffer", rc);
-  }
+  skeleton->rodata->split_stride = options.cpu_split ? slots : 0;
   skeleton->rodata->series_by = options.series_by;
   skeleton->rodata->cgroup_filters = static_cast<uint32_t>(options.cgroup_fds.size());
-  if (options.cgroup_fds.size() > FL_MAX_CGROUP_FILTERS) {
-    funclatency_bpf::destroy(skeleton);
-    return bad_input(fmt::format("{} cgroups given, at most {}", options.cgroup_fds.size(),
-                                 FL_MAX_CGROUP_FILTERS));
-  }
-  if (options.series_by) {
-    // A series per part with --cpu-split; room for the folded ones' count.
-    const uint32_t parts = options.cpu_split ? FL_CALL_PARTS : 1;
-    for (auto [map, size] : {std::pair{skeleton->maps.series_stats, options.max_series * parts},
-                             std::pair{skeleton->maps.folded_series, 16384u}}) {
-      if (int rc = bpf_map__set_max_entries(map, std::max(size, 1u)); rc < 0) {
-        return fail(fmt::format("size BPF map {}", bpf_map__name(map)), rc);
-      }
+  const std::pair<bpf_map*, uint32_t> sizes[] = {
+      {skeleton->maps.fn_lost, entries},
+      {skeleton->maps.fn_config, entries},
+      {skeleton->maps.fn_stats, slots * parts},
+      {skeleton->maps.thread_switches, options.cpu_split ? FL_MAX_SPLIT_THREADS : 1},
+      {skeleton->maps.events, options.ringbuf_bytes},
+      {skeleton->maps.series_stats, options.series_by ? options.max_series * parts : 1},
+      {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
+      {skeleton->maps.go_stacks, options.go_programs ? FL_GO_MAX_GOROUTINES : 1},
+  };
+  for (const auto& [map, size] : sizes) {
+    if (int rc = bpf_map__set_max_entries(map, std::max(size, 1u)); rc < 0) {
+      return {rc, bpf_map__name(map)};
     }
   }
-  // The goroutine map is preallocated (LRU): no memory for it unless Go code is traced.
-  if (!options.go_programs) {
-    if (int rc = bpf_map__set_max_entries(skeleton->maps.go_stacks, 1); rc < 0) {
-      return fail("size BPF map go_stacks", rc);
-    }
-  }
+  return {0, nullptr};
+}
+
+// Which programs load (the verifier costs milliseconds each), and how they attach.
+void choose_programs(funclatency_bpf* skeleton, const LoadOptions& options) {
   if (options.uprobe_multi) {
     for (bpf_program* program :
          {skeleton->progs.fl_entry, skeleton->progs.fl_return, skeleton->progs.fl_exit,
@@ -107,40 +89,68 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   bpf_program__set_autoload(skeleton->progs.fl_go_entry, options.go_programs);
   bpf_program__set_autoload(skeleton->progs.fl_go_exit, options.go_programs);
   bpf_program__set_autoload(skeleton->progs.fl_sched_switch, options.cpu_split);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
+  if (options.cgroup_fds.size() > FL_MAX_CGROUP_FILTERS) {
+    return bad_input(fmt::format("{} cgroups given, at most {}", options.cgroup_fds.size(),
+                                 FL_MAX_CGROUP_FILTERS));
+  }
+  funclatency_bpf* skeleton = funclatency_bpf::open();
+  if (!skeleton) return runtime_error("open BPF object", errno);
+  auto fail = [&](std::string what, long code) -> std::unexpected<Error> {
+    int err = errno_from(code);
+    funclatency_bpf::destroy(skeleton);
+    if (err == EPERM || err == EACCES) {
+      return bad_input(std::move(what), privilege_hint(), err);
+    }
+    return runtime_error(std::move(what), err);
+  };
+  if (auto [rc, map] = size_maps(skeleton, options); rc < 0) {
+    return fail(fmt::format("size BPF map {}", map), rc);
+  }
+  choose_programs(skeleton, options);
   if (int rc = funclatency_bpf::load(skeleton); rc < 0) return fail("load BPF programs", rc);
 
   auto object = std::unique_ptr<BpfObject>(new BpfObject(skeleton, options));
-  object->options_.kernel_slots = slots;
-  // Started in kernel mode: the first functions get the slots.
-  object->options_.function_slot.assign(entries, FL_NO_SLOT);
-  if (options.initial_mode == FL_MODE_KERNEL) {
-    for (uint32_t id = 0; id < slots; id++) object->options_.function_slot[id] = id;
+  if (auto configured = object->configure_all(); !configured) {
+    return std::unexpected(configured.error());
   }
-  for (uint32_t index = 0; index < options.cgroup_fds.size(); index++) {
-    int fd = options.cgroup_fds[index];
-    if (bpf_map_update_elem(bpf_map__fd(skeleton->maps.cgroup_filter), &index, &fd, BPF_ANY) < 0) {
+  return object;
+}
+
+// After load: the cgroup filter, and every function's settings in one batch
+// (a write per function costs milliseconds with a thousand functions).
+// Started in kernel mode, the first functions get the slots.
+Result<void> BpfObject::configure_all() {
+  const uint32_t entries = options_.num_functions ? options_.num_functions : 1;
+  options_.kernel_slots = slots_for(options_);
+  options_.function_slot.assign(entries, FL_NO_SLOT);
+  if (options_.initial_mode == FL_MODE_KERNEL) {
+    for (uint32_t id = 0; id < options_.kernel_slots; id++) options_.function_slot[id] = id;
+  }
+  for (uint32_t index = 0; index < options_.cgroup_fds.size(); index++) {
+    int fd = options_.cgroup_fds[index];
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.cgroup_filter), &index, &fd, BPF_ANY) < 0) {
       return runtime_error("set the -c cgroup filter", errno);
     }
   }
-  object->options_.function_flags.resize(entries, 0);
-  object->options_.function_subtract_ns.resize(entries, 0);
-  object->options_.function_goid_offset.resize(entries, 0);
-  // One batch write for every function: a write per function costs
-  // milliseconds with a thousand functions.
+  options_.function_flags.resize(entries, 0);
+  options_.function_subtract_ns.resize(entries, 0);
+  options_.function_goid_offset.resize(entries, 0);
   std::vector<uint32_t> ids;
   std::vector<fl_fn_config> configs;
   for (uint32_t id = 0; id < entries; id++) {
     ids.push_back(id);
-    configs.push_back(object->config_of(id, options.initial_mode));
+    configs.push_back(config_of(id, options_.initial_mode));
   }
-  if (!ids.empty()) {
-    uint32_t count = static_cast<uint32_t>(ids.size());
-    if (bpf_map_update_batch(object->fn_config_fd(), ids.data(), configs.data(), &count, nullptr) <
-        0) {
-      return runtime_error("configure the traced functions", errno);
-    }
+  uint32_t count = static_cast<uint32_t>(ids.size());
+  if (bpf_map_update_batch(fn_config_fd(), ids.data(), configs.data(), &count, nullptr) < 0) {
+    return runtime_error("configure the traced functions", errno);
   }
-  return object;
+  return {};
 }
 
 BpfObject::~BpfObject() {

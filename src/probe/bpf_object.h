@@ -84,6 +84,7 @@ class BpfObject {
 
  private:
   fl_fn_config config_of(uint32_t fn_id, uint32_t mode) const;
+  Result<void> configure_all();
   BpfObject(funclatency_bpf* skeleton, LoadOptions options)
       : skeleton_(skeleton), options_(options) {}
   funclatency_bpf* skeleton_;

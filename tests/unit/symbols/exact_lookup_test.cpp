@@ -84,7 +84,7 @@ Elf64_Shdr* section_of_type(std::vector<uint8_t>& image, uint32_t type) {
 }
 
 TEST(ExactLookup, HashTablesFindWhatTheWholeTablesHaveInRealLibraries) {
-  for (const std::string fragment : {"/libc.so", "/libstdc++.so"}) {
+  for (const char* fragment : {"/libc.so", "/libstdc++.so"}) {
     const std::string path = mapped_library(fragment);
     ASSERT_FALSE(path.empty()) << fragment << " is not mapped by the test";
     auto file = ElfFile::open(path);
@@ -97,7 +97,7 @@ TEST(ExactLookup, HashTablesFindWhatTheWholeTablesHaveInRealLibraries) {
 TEST(ExactLookup, LookupsMatchTheWholeTablesInFixtures) {
   // Libraries (.dynsym with .gnu.hash, and .symtab), an executable, a C++
   // program, and a stripped executable (.dynsym only).
-  for (const std::string path :
+  for (const std::string& path :
        {std::string(SYMFIX_LIB), std::string(SYMFIX_NAMES), std::string(SYMFIX_PIE_CET),
         std::string(SYMFIX_CPP), std::string(SYMFIX_DIR) + "/debuglink/symfix_debuglink"}) {
     auto file = ElfFile::open(path);
@@ -233,7 +233,7 @@ TEST(ExactLookup, ResolverFindsCAndCxxFunctionsOfOneNameAlike) {
   const std::string path = SYMFIX_NAMES;
   EXPECT_EQ(expect_same_resolutions(path, {"twin", "_Z4twind", "lonely", "_ZL6lonelyi",
                                            "_ZN5names8exportedEi", "exported", "twinn"}),
-            5u);
+            6u);
   ElfSymbolResolver by_name;
   const auto twin = by_name.resolve_in_file(path, {.binary = {}, .function = "twin"}, {});
   ASSERT_TRUE(twin) << twin.error().message();
