@@ -255,8 +255,8 @@ uint32_t sysv_hash(std::string_view name) {
 // `name` according to its .gnu.hash (64-bit): those on the name's hash chain
 // whose hash matches, and those below the table's symoffset, which the hash
 // does not cover. Nothing when the table is malformed (read the whole table).
-std::optional<std::vector<size_t>> gnu_hash_candidates(std::span<const uint8_t> table,
-                                                       size_t count, std::string_view name) {
+std::optional<std::vector<size_t>> gnu_hash_candidates(std::span<const uint8_t> table, size_t count,
+                                                       std::string_view name) {
   if (table.size() < 16) return std::nullopt;
   const uint32_t bucket_count = load_u32(table, 0);
   const uint32_t symbol_offset = load_u32(table, 4);
@@ -273,7 +273,8 @@ std::optional<std::vector<size_t>> gnu_hash_candidates(std::span<const uint8_t> 
 
   const uint32_t hash = gnu_hash(name);
   const uint64_t word = load_u64(table, 16 + uint64_t{(hash / 64) % bloom_words} * 8);
-  const uint64_t mask = (uint64_t{1} << (hash % 64)) | (uint64_t{1} << ((hash >> bloom_shift) % 64));
+  const uint64_t mask =
+      (uint64_t{1} << (hash % 64)) | (uint64_t{1} << ((hash >> bloom_shift) % 64));
   if ((word & mask) != mask) return candidates;
   uint32_t index = load_u32(table, buckets_at + uint64_t{hash % bucket_count} * 4);
   if (index == 0) return candidates;

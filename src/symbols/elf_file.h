@@ -109,7 +109,7 @@ class ElfFile {
   uint32_t crc32() const;
 
  private:
-  struct Image;  // the file's bytes: a private mapping or an owned copy
+  struct Image;   // the file's bytes: a private mapping or an owned copy
   struct Tables;  // the libelf handle and symbol tables, read on demand
   struct SectionHeader {
     std::string name;

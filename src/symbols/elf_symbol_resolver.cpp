@@ -152,7 +152,7 @@ std::vector<ElfSymbol> symbols_for_exact_name(const ElfFile& file, std::string_v
   const std::string global = "_Z" + length + std::string(name);
   const std::string internal = "_ZL" + length + std::string(name);
   return file.symbols_where([&](const ElfSymbolView& symbol) {
-    return symbol.name == name ||
+    return symbol.name == name || symbol.name.starts_with(global) ||
            symbol.name.starts_with(internal);
   });
 }

@@ -15,7 +15,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (file.error().kind != ErrorKind::kBadInput) __builtin_trap();
     return 0;
   }
+  // Lookups by name read the hash tables: a name the file has, and one it has not.
+  (void)file->symbols_named("main");
   for (const ElfSymbol& symbol : file->symbols()) {
+    if (&symbol == &file->symbols().front()) (void)file->symbols_named(symbol.name);
     (void)without_parameters(demangle(symbol.name));
     (void)file->in_executable_segment(symbol.address, symbol.size);
     if (auto offset = file->file_offset(symbol.address)) {
