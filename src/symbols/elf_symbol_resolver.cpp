@@ -194,6 +194,96 @@ Result<void> add_go_functions(ElfSymbolResolver::SymbolTable& table) {
   return {};
 }
 
+using Aliases = std::map<uint64_t, std::vector<const Function*>>;
+
+// Matching names, grouped by address: aliases are one function.
+Aliases matches_by_address(const ElfSymbolResolver::SymbolTable& table,
+                           const NameMatcher& matcher) {
+  Aliases by_address;
+  for (const Function& function : table.functions) {
+    if (matcher.matches(function.names())) by_address[function.address].push_back(&function);
+  }
+  return by_address;
+}
+
+// Nothing matched: the error names close names, or says why there are none.
+std::unexpected<Error> no_match_error(const ElfSymbolResolver::SymbolTable& table,
+                                      const NameMatcher& matcher, const std::string& shown_path) {
+  std::set<std::string> unique_names;
+  for (const Function& function : table.functions) unique_names.insert(function.unqualified);
+  const std::vector<std::string> candidates(unique_names.begin(), unique_names.end());
+  std::string hint = did_you_mean(close_names(matcher.text(), candidates));
+  if (table.functions.empty()) {
+    hint = "it has no function symbols: stripped, and no debug file found";
+  }
+  return bad_input(matcher.describe_no_match() + " in " + shown_path, hint);
+}
+
+// One site per address, under the name users read best and the largest size
+// of its aliases; or, when it cannot be probed, a refusal with the reason.
+// `table` owns the ElfFile the sites keep alive.
+void add_sites(Resolution& resolution, const Aliases& by_address,
+               const std::shared_ptr<const ElfSymbolResolver::SymbolTable>& table) {
+  for (const auto& [address, aliases] : by_address) {
+    const Function& shown = **std::min_element(
+        aliases.begin(), aliases.end(),
+        [](const Function* a, const Function* b) { return display_rank(*a) < display_rank(*b); });
+    uint64_t size = 0;
+    for (const Function* alias : aliases) size = std::max(size, alias->size);
+    Function extent = shown;
+    extent.size = size;
+    if (std::string reason = refusal_reason(extent, *table); !reason.empty()) {
+      resolution.refused.push_back(RefusedFunction{resolution.binary, shown.demangled, shown.raw,
+                                                   address, size, std::move(reason)});
+      continue;
+    }
+    ProbeSite site;
+    site.binary = resolution.binary;
+    site.attach_path = resolution.attach_path;
+    site.symbol = shown.demangled;
+    site.raw_symbol = shown.raw;
+    site.address = address;
+    site.size = size;
+    site.file_offset = *table->binary.file_offset(address);
+    site.file = std::shared_ptr<const ElfFile>(table, &table->binary);
+    if (shown.go) site.go = table->go;
+    resolution.sites.push_back(std::move(site));
+  }
+}
+
+// Errors for a resolution with no probeable function, or more than the limit.
+Result<void> check_site_count(const Resolution& resolution, const NameMatcher& matcher,
+                              size_t max_matches) {
+  const std::string& shown_path = resolution.binary;
+  if (resolution.sites.empty()) {
+    const RefusedFunction& first = resolution.refused.front();
+    if (matcher.is_exact()) {
+      return bad_input("function \"" + first.symbol + "\" in " + shown_path +
+                       " cannot be probed: it " + first.reason);
+    }
+    return bad_input(
+        matcher.describe() + " in " + shown_path + " matches only functions that cannot be probed",
+        "e.g. \"" + first.symbol + "\" " + first.reason);
+  }
+  if (resolution.sites.size() > max_matches) {
+    return bad_input(matcher.describe() + " matches " + std::to_string(resolution.sites.size()) +
+                         " functions in " + shown_path + ", more than the limit of " +
+                         std::to_string(max_matches),
+                     "narrow the pattern, or raise the limit with --max-functions N");
+  }
+  return {};
+}
+
+// Distinct functions that share a name (static functions of several files,
+// or one C++ name's overloads demangled alike) need distinct names.
+void disambiguate_names(std::vector<ProbeSite>& sites) {
+  std::map<std::string, int> name_counts;
+  for (const ProbeSite& site : sites) ++name_counts[site.symbol];
+  for (ProbeSite& site : sites) {
+    if (name_counts[site.symbol] > 1) site.symbol += " @" + hex(site.address);
+  }
+}
+
 }  // namespace
 
 ElfSymbolResolver::ElfSymbolResolver(SearchPaths paths, bool exact_name_lookup)
@@ -305,83 +395,23 @@ Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
                                                       const ResolveOptions& options) {
   auto matcher = NameMatcher::create(spec.function, spec.regex);
   if (!matcher) return std::unexpected(matcher.error());
-  auto table_result = table_for(path, *matcher);
-  if (!table_result) return std::unexpected(table_result.error());
-  const SymbolTable& table = **table_result;
+  auto table = table_for(path, *matcher);
+  if (!table) return std::unexpected(table.error());
   // Users read the path the process knows; probes attach through ours.
   const std::string shown_path = options.pid ? path_in_process(*options.pid, path) : path;
-  const std::string attach_path = shown_path == path ? std::string() : path;
 
-  // Matching names, grouped by address: aliases are one function.
-  std::map<uint64_t, std::vector<const Function*>> by_address;
-  for (const Function& function : table.functions) {
-    if (matcher->matches(function.names())) by_address[function.address].push_back(&function);
-  }
-  if (by_address.empty()) {
-    std::set<std::string> unique_names;
-    for (const Function& function : table.functions) unique_names.insert(function.unqualified);
-    const std::vector<std::string> candidates(unique_names.begin(), unique_names.end());
-    std::string hint = did_you_mean(close_names(matcher->text(), candidates));
-    if (table.functions.empty()) {
-      hint = "it has no function symbols: stripped, and no debug file found";
-    }
-    return bad_input(matcher->describe_no_match() + " in " + shown_path, hint);
-  }
+  const Aliases by_address = matches_by_address(**table, *matcher);
+  if (by_address.empty()) return no_match_error(**table, *matcher, shown_path);
 
   Resolution resolution;
   resolution.binary = shown_path;
-  resolution.attach_path = attach_path;
-  resolution.symbol_file = table.symbol_file;
-  for (const auto& [address, aliases] : by_address) {
-    const Function& shown = **std::min_element(
-        aliases.begin(), aliases.end(),
-        [](const Function* a, const Function* b) { return display_rank(*a) < display_rank(*b); });
-    uint64_t size = 0;
-    for (const Function* alias : aliases) size = std::max(size, alias->size);
-    Function extent = shown;
-    extent.size = size;
-    if (std::string reason = refusal_reason(extent, table); !reason.empty()) {
-      resolution.refused.push_back(RefusedFunction{shown_path, shown.demangled, shown.raw, address,
-                                                   size, std::move(reason)});
-      continue;
-    }
-    ProbeSite site;
-    site.binary = shown_path;
-    site.attach_path = attach_path;
-    site.symbol = shown.demangled;
-    site.raw_symbol = shown.raw;
-    site.address = address;
-    site.size = size;
-    site.file_offset = *table.binary.file_offset(address);
-    site.file = std::shared_ptr<const ElfFile>(*table_result, &table.binary);
-    if (shown.go) site.go = table.go;
-    resolution.sites.push_back(std::move(site));
+  resolution.attach_path = shown_path == path ? std::string() : path;
+  resolution.symbol_file = (*table)->symbol_file;
+  add_sites(resolution, by_address, *table);
+  if (auto checked = check_site_count(resolution, *matcher, options.max_matches); !checked) {
+    return std::unexpected(checked.error());
   }
-
-  if (resolution.sites.empty()) {
-    const RefusedFunction& first = resolution.refused.front();
-    if (matcher->is_exact()) {
-      return bad_input("function \"" + first.symbol + "\" in " + shown_path +
-                       " cannot be probed: it " + first.reason);
-    }
-    return bad_input(
-        matcher->describe() + " in " + shown_path + " matches only functions that cannot be probed",
-        "e.g. \"" + first.symbol + "\" " + first.reason);
-  }
-  if (resolution.sites.size() > options.max_matches) {
-    return bad_input(matcher->describe() + " matches " + std::to_string(resolution.sites.size()) +
-                         " functions in " + shown_path + ", more than the limit of " +
-                         std::to_string(options.max_matches),
-                     "narrow the pattern, or raise the limit with --max-functions N");
-  }
-
-  // Distinct functions that share a name (static functions of several files,
-  // or one C++ name's overloads demangled alike) need distinct names.
-  std::map<std::string, int> name_counts;
-  for (const ProbeSite& site : resolution.sites) ++name_counts[site.symbol];
-  for (ProbeSite& site : resolution.sites) {
-    if (name_counts[site.symbol] > 1) site.symbol += " @" + hex(site.address);
-  }
+  disambiguate_names(resolution.sites);
   return resolution;
 }
 

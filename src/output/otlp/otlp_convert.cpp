@@ -213,6 +213,86 @@ metrics_pb::NumberDataPoint* add_count_point(metrics_pb::Sum* sum, uint64_t star
   return point;
 }
 
+// --cpu-split: where the latency went, one histogram per part. Nothing when
+// no function has a split.
+void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report,
+                           const OtlpOptions& options, bool delta, uint64_t start_ns,
+                           uint64_t time_ns) {
+  auto split_of = [&](const FunctionReport& function) -> const std::optional<CpuSplit>& {
+    return delta ? function.interval_split : function.total_split;
+  };
+  if (!std::ranges::any_of(report.functions,
+                           [&](const auto& f) { return split_of(f).has_value(); })) {
+    return;
+  }
+  const std::tuple<const char*, const char*, LatencyHistogram CpuSplit::*> parts[] = {
+      {kOncpuMetricName, "Time calls to a traced function spent running on a CPU",
+       &CpuSplit::oncpu},
+      {kRunnableMetricName,
+       "Time calls to a traced function spent switched out while runnable: waiting for a CPU",
+       &CpuSplit::runnable},
+      {kBlockedMetricName,
+       "Time calls to a traced function spent switched out while sleeping: a lock, I/O, a "
+       "sleep",
+       &CpuSplit::blocked},
+  };
+  for (const auto& [name, description, part] : parts) {
+    add_latency_metric(scope, name, description, report, options, start_ns, time_ns,
+                       [&](const FunctionReport& function) -> const LatencyHistogram* {
+                         const auto& split = split_of(function);
+                         return split ? &(*split.*part) : nullptr;
+                       });
+  }
+}
+
+// Lost calls, a point per function and reason. Returns the calls the ring
+// buffer dropped, summed over the functions.
+uint64_t add_lost_calls_metric(metrics_pb::ScopeMetrics* scope, const Report& report,
+                               const OtlpOptions& options, bool delta, uint64_t start_ns,
+                               uint64_t time_ns) {
+  auto* lost = add_monotonic_sum(scope, kLostCallsMetricName,
+                                 "Calls that were not timed, by reason: unreturned (exception, "
+                                 "longjmp, return probe limit), depth (nested too deep), ringbuf "
+                                 "(ring buffer full)",
+                                 "{call}", options);
+  uint64_t ringbuf_dropped = 0;
+  for (const auto& function : report.functions) {
+    const LostCounts& counts = delta ? function.interval_lost : function.total_lost;
+    ringbuf_dropped += counts.ringbuf;
+    for (auto [reason, value] :
+         {std::pair{"unreturned", counts.unreturned}, std::pair{"depth", counts.depth},
+          std::pair{"ringbuf", counts.ringbuf}}) {
+      auto* point = add_count_point(lost, start_ns, time_ns, value);
+      add_function_attributes(point->mutable_attributes(), function, options);
+      add_attribute(point->mutable_attributes(), "reason", reason);
+    }
+  }
+  return ringbuf_dropped;
+}
+
+// The tool's health: lost calls, ring buffer drops and export failures.
+void add_health_metrics(metrics_pb::ScopeMetrics* scope, const Report& report,
+                        const OtlpOptions& options, const ExporterHealth& health, bool delta,
+                        uint64_t start_ns, uint64_t time_ns) {
+  uint64_t ringbuf_dropped =
+      add_lost_calls_metric(scope, report, options, delta, start_ns, time_ns);
+  // Cumulative: the report's total also counts functions it does not list.
+  if (!delta) ringbuf_dropped = std::max(ringbuf_dropped, report.ringbuf_dropped_total);
+  add_count_point(add_monotonic_sum(scope, kRingbufDroppedMetricName,
+                                    "Completed calls whose event found the ring buffer full",
+                                    "{call}", options),
+                  start_ns, time_ns, ringbuf_dropped);
+  add_count_point(
+      add_monotonic_sum(scope, kFailedExportsMetricName,
+                        "OTLP export attempts that did not succeed", "{request}", options),
+      start_ns, time_ns, health.failed_exports);
+  add_count_point(add_monotonic_sum(scope, kDroppedRequestsMetricName,
+                                    "OTLP export requests given up: queue full, rejected, or out "
+                                    "of retries",
+                                    "{request}", options),
+                  start_ns, time_ns, health.dropped_requests);
+}
+
 }  // namespace
 
 std::string unit_symbol(uint64_t unit_ns) {
@@ -279,64 +359,8 @@ otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
                      options, start_ns, time_ns, [&](const FunctionReport& function) {
                        return &(delta ? function.interval : function.total);
                      });
-  // --cpu-split: where that time went, one histogram per part.
-  auto split_of = [&](const FunctionReport& function) -> const std::optional<CpuSplit>& {
-    return delta ? function.interval_split : function.total_split;
-  };
-  if (std::ranges::any_of(report.functions,
-                          [&](const auto& f) { return split_of(f).has_value(); })) {
-    const std::tuple<const char*, const char*, LatencyHistogram CpuSplit::*> parts[] = {
-        {kOncpuMetricName, "Time calls to a traced function spent running on a CPU",
-         &CpuSplit::oncpu},
-        {kRunnableMetricName,
-         "Time calls to a traced function spent switched out while runnable: waiting for a CPU",
-         &CpuSplit::runnable},
-        {kBlockedMetricName,
-         "Time calls to a traced function spent switched out while sleeping: a lock, I/O, a "
-         "sleep",
-         &CpuSplit::blocked},
-    };
-    for (const auto& [name, description, part] : parts) {
-      add_latency_metric(scope, name, description, report, options, start_ns, time_ns,
-                         [&](const FunctionReport& function) -> const LatencyHistogram* {
-                           const auto& split = split_of(function);
-                           return split ? &(*split.*part) : nullptr;
-                         });
-    }
-  }
-
-  // The tool's health.
-  auto* lost = add_monotonic_sum(scope, kLostCallsMetricName,
-                                 "Calls that were not timed, by reason: unreturned (exception, "
-                                 "longjmp, return probe limit), depth (nested too deep), ringbuf "
-                                 "(ring buffer full)",
-                                 "{call}", options);
-  uint64_t ringbuf_dropped = 0;
-  for (const auto& function : report.functions) {
-    const LostCounts& counts = delta ? function.interval_lost : function.total_lost;
-    ringbuf_dropped += counts.ringbuf;
-    for (auto [reason, value] :
-         {std::pair{"unreturned", counts.unreturned}, std::pair{"depth", counts.depth},
-          std::pair{"ringbuf", counts.ringbuf}}) {
-      auto* point = add_count_point(lost, start_ns, time_ns, value);
-      add_function_attributes(point->mutable_attributes(), function, options);
-      add_attribute(point->mutable_attributes(), "reason", reason);
-    }
-  }
-  if (!delta) ringbuf_dropped = std::max(ringbuf_dropped, report.ringbuf_dropped_total);
-  add_count_point(add_monotonic_sum(scope, kRingbufDroppedMetricName,
-                                    "Completed calls whose event found the ring buffer full",
-                                    "{call}", options),
-                  start_ns, time_ns, ringbuf_dropped);
-  add_count_point(
-      add_monotonic_sum(scope, kFailedExportsMetricName,
-                        "OTLP export attempts that did not succeed", "{request}", options),
-      start_ns, time_ns, health.failed_exports);
-  add_count_point(add_monotonic_sum(scope, kDroppedRequestsMetricName,
-                                    "OTLP export requests given up: queue full, rejected, or out "
-                                    "of retries",
-                                    "{request}", options),
-                  start_ns, time_ns, health.dropped_requests);
+  add_cpu_split_metrics(scope, report, options, delta, start_ns, time_ns);
+  add_health_metrics(scope, report, options, health, delta, start_ns, time_ns);
   return request;
 }
 

@@ -259,9 +259,11 @@ Result<OtlpKeyValues> parse_otel_key_values(std::string_view text, std::string_v
   return pairs;
 }
 
-Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCliValues& cli) {
-  OtlpOptions options;
+namespace {
 
+// --otlp-protocol wins over the environment; neither keeps the default.
+Result<void> resolve_protocol(const EnvironmentMap& env, const OtlpCliValues& cli,
+                              OtlpOptions& options) {
   if (!cli.protocol.empty()) {
     auto protocol = parse_protocol(cli.protocol, "--otlp-protocol");
     if (!protocol) return std::unexpected(protocol.error());
@@ -272,7 +274,13 @@ Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCl
     if (!protocol) return std::unexpected(protocol.error());
     options.protocol = *protocol;
   }
+  return {};
+}
 
+// Where requests go and how the connection is secured. The endpoint depends
+// on the protocol, so that is resolved first.
+Result<void> resolve_connection(const EnvironmentMap& env, const OtlpCliValues& cli,
+                                OtlpOptions& options) {
   bool insecure = false;
   if (auto value =
           lookup(env, "OTEL_EXPORTER_OTLP_METRICS_INSECURE", "OTEL_EXPORTER_OTLP_INSECURE")) {
@@ -286,7 +294,11 @@ Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCl
   auto tls = resolve_tls(env, options.endpoint);
   if (!tls) return std::unexpected(tls.error());
   options.tls = std::move(*tls);
+  return {};
+}
 
+// How each request is sent, and how often: environment only.
+Result<void> resolve_request_settings(const EnvironmentMap& env, OtlpOptions& options) {
   if (auto value =
           lookup(env, "OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")) {
     auto headers = parse_otel_key_values(*value, "OTEL_EXPORTER_OTLP_HEADERS");
@@ -313,7 +325,13 @@ Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCl
     if (!interval) return std::unexpected(interval.error());
     options.export_interval = *interval;
   }
+  return {};
+}
 
+// What the metrics look like: temporality (the command line wins over the
+// environment) and histogram kind (command line only).
+Result<void> resolve_metric_shape(const EnvironmentMap& env, const OtlpCliValues& cli,
+                                  OtlpOptions& options) {
   if (!cli.temporality.empty()) {
     auto temporality = parse_temporality(cli.temporality, "--otlp-temporality");
     if (!temporality) return std::unexpected(temporality.error());
@@ -336,8 +354,10 @@ Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCl
                        "use explicit or exponential");
     }
   }
-  options.pid_attribute = cli.pid_attribute;
+  return {};
+}
 
+Result<void> resolve_resource(const EnvironmentMap& env, OtlpOptions& options) {
   if (auto value = lookup(env, "OTEL_RESOURCE_ATTRIBUTES")) {
     auto attributes = parse_otel_key_values(*value, "OTEL_RESOURCE_ATTRIBUTES");
     if (!attributes) return std::unexpected(attributes.error());
@@ -348,6 +368,26 @@ Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCl
     if (key == "service.name") options.service_name = value;
   }
   if (auto value = lookup(env, "OTEL_SERVICE_NAME")) options.service_name = *value;
+  return {};
+}
+
+}  // namespace
+
+// Each part in turn, in this order: the first error is the one reported.
+Result<OtlpOptions> resolve_otlp_options(const EnvironmentMap& env, const OtlpCliValues& cli) {
+  OtlpOptions options;
+  if (auto done = resolve_protocol(env, cli, options); !done) return std::unexpected(done.error());
+  if (auto done = resolve_connection(env, cli, options); !done) {
+    return std::unexpected(done.error());
+  }
+  if (auto done = resolve_request_settings(env, options); !done) {
+    return std::unexpected(done.error());
+  }
+  if (auto done = resolve_metric_shape(env, cli, options); !done) {
+    return std::unexpected(done.error());
+  }
+  options.pid_attribute = cli.pid_attribute;
+  if (auto done = resolve_resource(env, options); !done) return std::unexpected(done.error());
   return options;
 }
 
