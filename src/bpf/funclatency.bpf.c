@@ -7,12 +7,12 @@
 /* pt_regs is stable on x86-64: without CO-RE relocations libbpf need not
  * parse the kernel's 5 MB BTF at every start (~70 ms and ~11 MB here). */
 #define BPF_NO_PRESERVE_ACCESS_INDEX
-#include "vmlinux.h"
+#include "funclatency.h"
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "funclatency.h"
+#include "vmlinux.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -117,7 +117,7 @@ static __always_inline bool filtered_out(void) {
 enum lost_reason { LOST_UNRETURNED, LOST_DEPTH, LOST_RINGBUF, SPLIT_UNKNOWN };
 
 static __always_inline void count_lost(__u32 fn_id, enum lost_reason reason) {
-  struct fl_fn_lost *lost = bpf_map_lookup_elem(&fn_lost, &fn_id);
+  struct fl_fn_lost* lost = bpf_map_lookup_elem(&fn_lost, &fn_id);
   if (!lost) return;
   if (reason == LOST_UNRETURNED)
     __sync_fetch_and_add(&lost->unreturned, 1);
@@ -135,7 +135,7 @@ static __always_inline void count_lost(__u32 fn_id, enum lost_reason reason) {
 /* The frame at depth `depth` (1 = the bottom), or NULL outside 1..max_depth.
  * The mask keeps the index provably in bounds for the verifier, whatever
  * the compiler makes of the comparison before it. */
-static __always_inline struct fl_frame *frame_at(struct fl_frame *frames, __u32 max_depth,
+static __always_inline struct fl_frame* frame_at(struct fl_frame* frames, __u32 max_depth,
                                                  __u32 depth) {
   __u32 index = depth - 1;
   if (index >= max_depth) return NULL;
@@ -144,7 +144,7 @@ static __always_inline struct fl_frame *frame_at(struct fl_frame *frames, __u32 
 }
 
 /* --cpu-split: the switched-out totals noted for the frame at `depth`. */
-static __always_inline struct fl_switch_marks *marks_at(struct fl_shadow_stack *stack,
+static __always_inline struct fl_switch_marks* marks_at(struct fl_shadow_stack* stack,
                                                         __u32 depth) {
   __u32 index = depth - 1;
   if (index >= FL_MAX_DEPTH) return NULL;
@@ -154,19 +154,44 @@ static __always_inline struct fl_switch_marks *marks_at(struct fl_shadow_stack *
 
 /* Drops frames deeper than `sp` (their functions were left without an exit
  * probe firing) and counts each as lost. Returns the new depth. */
-static __always_inline __u32 unwind_below(struct fl_frame *frames, __u32 max_depth, __u32 depth,
+struct unwind_ctx {
+  struct fl_frame* frames;
+  __u32 depth;
+  __u64 sp;
+};
+
+/* One frame of an unwind; 1 stops the loop. The stack's size is a constant
+ * here (one step per kind of stack) so the verifier can bound the index. */
+static __always_inline int unwind_step(struct unwind_ctx* ctx, __u32 max_depth) {
+  struct fl_frame* top = frame_at(ctx->frames, max_depth, ctx->depth);
+  if (!top || top->sp >= ctx->sp) return 1;
+  count_lost(top->fn_id, LOST_UNRETURNED);
+  ctx->depth--;
+  return 0;
+}
+
+static int unwind_thread_step(__u32 index, void* data) {
+  return unwind_step(data, FL_MAX_DEPTH);
+}
+
+static int unwind_goroutine_step(__u32 index, void* data) {
+  return unwind_step(data, FL_GO_MAX_DEPTH);
+}
+
+/* bpf_loop: the verifier checks a step once instead of every unrolled
+ * iteration, which keeps the load (and so the start) short. */
+static __always_inline __u32 unwind_below(struct fl_frame* frames, __u32 max_depth, __u32 depth,
                                           __u64 sp) {
-  for (int i = 0; i < FL_MAX_DEPTH; i++) {
-    struct fl_frame *top = frame_at(frames, max_depth, depth);
-    if (!top || top->sp >= sp) break;
-    count_lost(top->fn_id, LOST_UNRETURNED);
-    depth--;
-  }
-  return depth;
+  struct unwind_ctx ctx = {.frames = frames, .depth = depth, .sp = sp};
+  if (max_depth == FL_GO_MAX_DEPTH)
+    bpf_loop(FL_GO_MAX_DEPTH, unwind_goroutine_step, &ctx, 0);
+  else
+    bpf_loop(FL_MAX_DEPTH, unwind_thread_step, &ctx, 0);
+  return ctx.depth;
 }
 
 static __always_inline bool jumps_to_entry(__u32 fn_id) {
-  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+  struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   return config && (config->flags & FL_FN_JUMPS_TO_ENTRY);
 }
 
@@ -175,12 +200,12 @@ static __always_inline bool jumps_to_entry(__u32 fn_id) {
  * new call, when the function is flagged FL_FN_JUMPS_TO_ENTRY (a self tail
  * call compiled as a loop). Returns the new depth; `pushed` says whether a
  * new frame is on top. */
-static __always_inline __u32 push_call(struct fl_frame *frames, __u32 max_depth, __u32 depth,
-                                       __u32 fn_id, __u64 sp, bool *pushed) {
+static __always_inline __u32 push_call(struct fl_frame* frames, __u32 max_depth, __u32 depth,
+                                       __u32 fn_id, __u64 sp, bool* pushed) {
   *pushed = false;
   depth = unwind_below(frames, max_depth, depth, sp);
   if (depth > max_depth) depth = 0; /* cannot happen */
-  struct fl_frame *top = frame_at(frames, max_depth, depth);
+  struct fl_frame* top = frame_at(frames, max_depth, depth);
   if (top) {
     if (top->sp == sp && top->fn_id == fn_id) {
       if (jumps_to_entry(fn_id)) return depth;
@@ -190,7 +215,7 @@ static __always_inline __u32 push_call(struct fl_frame *frames, __u32 max_depth,
       depth--;
     }
   }
-  struct fl_frame *frame = frame_at(frames, max_depth, depth + 1);
+  struct fl_frame* frame = frame_at(frames, max_depth, depth + 1);
   if (!frame) {
     count_lost(fn_id, LOST_DEPTH);
     return depth;
@@ -206,17 +231,17 @@ static __always_inline __u32 push_call(struct fl_frame *frames, __u32 max_depth,
 
 /* Every time the kernel switched the current task out, by its own count. */
 static __always_inline __u64 kernel_switches(void) {
-  struct task_struct *task = bpf_get_current_task_btf();
+  struct task_struct* task = bpf_get_current_task_btf();
   return task->nvcsw + task->nivcsw;
 }
 
 /* --cpu-split: notes the thread's switched-out totals as the call at
  * `depth` starts, and that a call is in flight. */
-static __always_inline void mark_switches(struct fl_shadow_stack *stack, __u32 depth) {
-  struct fl_switch_marks *marks = marks_at(stack, depth);
+static __always_inline void mark_switches(struct fl_shadow_stack* stack, __u32 depth) {
+  struct fl_switch_marks* marks = marks_at(stack, depth);
   if (!marks) return;
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  struct fl_thread_switches *thread = bpf_map_lookup_elem(&thread_switches, &tid);
+  struct fl_thread_switches* thread = bpf_map_lookup_elem(&thread_switches, &tid);
   if (!thread) {
     struct fl_thread_switches fresh = {};
     bpf_map_update_elem(&thread_switches, &tid, &fresh, BPF_NOEXIST);
@@ -235,7 +260,7 @@ SEC("uprobe")
 int BPF_KPROBE(fl_entry) {
   if (filtered_out()) return 0;
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
-  struct fl_shadow_stack *stack = bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(),
+  struct fl_shadow_stack* stack = bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(),
                                                        0, BPF_LOCAL_STORAGE_GET_F_CREATE);
   if (!stack) {
     count_lost(fn_id, LOST_DEPTH);
@@ -249,7 +274,7 @@ int BPF_KPROBE(fl_entry) {
   return 0;
 }
 
-static __always_inline void update_min(__u64 *slot, __u64 value) {
+static __always_inline void update_min(__u64* slot, __u64 value) {
   for (int i = 0; i < 4; i++) {
     __u64 old = *slot;
     if (old != 0 && old <= value) return;
@@ -257,7 +282,7 @@ static __always_inline void update_min(__u64 *slot, __u64 value) {
   }
 }
 
-static __always_inline void update_max(__u64 *slot, __u64 value) {
+static __always_inline void update_max(__u64* slot, __u64 value) {
   for (int i = 0; i < 4; i++) {
     __u64 old = *slot;
     if (old >= value) return;
@@ -268,7 +293,7 @@ static __always_inline void update_max(__u64 *slot, __u64 value) {
 /* What a series' totals start as. */
 const struct fl_fn_stats empty_stats = {};
 
-static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part);
+static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part);
 
 /* Adds a call (or one part of it) to the function's kernel slot: fn_stats
  * entry `slot`, or with --cpu-split slot + part * split_stride. With --by,
@@ -276,7 +301,7 @@ static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part
  * there is no room for the series. */
 static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part,
                                              __u64 duration_ns) {
-  struct fl_fn_stats *stats = NULL;
+  struct fl_fn_stats* stats = NULL;
   if (series_by) stats = series_totals(fn_id, part);
   if (!stats) {
     __u32 key = slot + part * split_stride;
@@ -294,13 +319,13 @@ static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part
   __sync_fetch_and_add(&stats->count, 1);
 }
 
-static __always_inline void submit_event(void *event) {
+static __always_inline void submit_event(void* event) {
   __u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
   bpf_ringbuf_submit(event, pending > FL_WAKEUP_THRESHOLD ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline void record_as_event(__u32 fn_id, __u64 duration_ns) {
-  struct fl_event *event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+  struct fl_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count_lost(fn_id, LOST_RINGBUF);
     return;
@@ -319,8 +344,8 @@ struct call_split {
 
 /* The record with the split (when known) and the caller's identity. */
 static __always_inline void record_ext_event(__u32 fn_id, __u64 duration_ns,
-                                             const struct call_split *split) {
-  struct fl_event_ext *event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
+                                             const struct call_split* split) {
+  struct fl_event_ext* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count_lost(fn_id, LOST_RINGBUF);
     return;
@@ -342,7 +367,7 @@ static __always_inline void record_ext_event(__u32 fn_id, __u64 duration_ns,
 
 /* --by in kernel mode: the totals of the caller's series for `part`, or NULL
  * when the map has no room (the call then goes to `other`: fn_stats). */
-static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part) {
+static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part) {
   struct fl_series_key key = {};
   key.fn_id = fn_id;
   key.part = part;
@@ -350,15 +375,14 @@ static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part
   if (series_by & FL_BY_CGROUP) key.cgroup_id = bpf_get_current_cgroup_id();
   /* A process series carries its command too (an exec makes a new one). */
   if (series_by & (FL_BY_COMM | FL_BY_PID)) bpf_get_current_comm(key.comm, sizeof(key.comm));
-  struct fl_fn_stats *stats = bpf_map_lookup_elem(&series_stats, &key);
+  struct fl_fn_stats* stats = bpf_map_lookup_elem(&series_stats, &key);
   if (stats) return stats;
   bpf_map_update_elem(&series_stats, &key, &empty_stats, BPF_NOEXIST);
   stats = bpf_map_lookup_elem(&series_stats, &key);
   if (stats) return stats;
   /* Full: count the series once (bounded), then fold its calls into other. */
   __u8 seen = 1;
-  if (part == FL_PART_WALL &&
-      bpf_map_update_elem(&folded_series, &key, &seen, BPF_NOEXIST) == 0)
+  if (part == FL_PART_WALL && bpf_map_update_elem(&folded_series, &key, &seen, BPF_NOEXIST) == 0)
     __sync_fetch_and_add(&series_folded, 1);
   return NULL;
 }
@@ -366,7 +390,7 @@ static __always_inline struct fl_fn_stats *series_totals(__u32 fn_id, __u32 part
 /* The split's parts in the kernel: on-CPU is what the call was not switched
  * out (the probes' own cost, taken off the wall time, is on-CPU time too). */
 static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
-                                                   const struct call_split *split) {
+                                                   const struct call_split* split) {
   __u64 off_cpu = split->runnable_ns + split->blocked_ns;
   record_in_kernel(fn_id, slot, FL_PART_ONCPU, duration_ns > off_cpu ? duration_ns - off_cpu : 0);
   record_in_kernel(fn_id, slot, FL_PART_RUNNABLE, split->runnable_ns);
@@ -377,10 +401,10 @@ static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u6
  * False when the stack holds no such call: its entry was not recorded (stack
  * full, or a second return probe chained on the same frame). Frames deeper
  * than it never returned and are counted lost. */
-static __always_inline bool pop_call(struct fl_frame *frames, __u32 max_depth, __u32 *depth_slot,
-                                     __u32 fn_id, __u64 entry_sp, __u64 now, __u64 *duration_ns) {
+static __always_inline bool pop_call(struct fl_frame* frames, __u32 max_depth, __u32* depth_slot,
+                                     __u32 fn_id, __u64 entry_sp, __u64 now, __u64* duration_ns) {
   __u32 depth = unwind_below(frames, max_depth, *depth_slot, entry_sp);
-  struct fl_frame *top = frame_at(frames, max_depth, depth);
+  struct fl_frame* top = frame_at(frames, max_depth, depth);
   if (!top) {
     *depth_slot = depth > max_depth ? 0 : depth;
     return false;
@@ -397,8 +421,8 @@ static __always_inline bool pop_call(struct fl_frame *frames, __u32 max_depth, _
 /* Takes the probes' own cost off a completed call and records it (and its
  * split, when there is one) the way its function is aggregated right now. */
 static __always_inline void record_call(__u32 fn_id, __u64 duration_ns,
-                                        const struct call_split *split) {
-  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+                                        const struct call_split* split) {
+  struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (config && config->subtract_ns) {
     duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
   }
@@ -414,9 +438,9 @@ static __always_inline void record_call(__u32 fn_id, __u64 duration_ns,
   }
 }
 
-static __always_inline int complete_call(struct pt_regs *ctx, __u64 entry_sp, __u64 now) {
+static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __u64 now) {
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
-  struct fl_shadow_stack *stack =
+  struct fl_shadow_stack* stack =
       bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
   if (!stack) return 0;
   __u64 duration_ns;
@@ -427,9 +451,9 @@ static __always_inline int complete_call(struct pt_regs *ctx, __u64 entry_sp, __
     return 0;
   }
   /* The popped frame was at depth + 1. */
-  struct fl_switch_marks *marks = marks_at(stack, stack->depth + 1);
+  struct fl_switch_marks* marks = marks_at(stack, stack->depth + 1);
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  struct fl_thread_switches *thread = bpf_map_lookup_elem(&thread_switches, &tid);
+  struct fl_thread_switches* thread = bpf_map_lookup_elem(&thread_switches, &tid);
   if (!marks || !thread) {
     count_lost(fn_id, SPLIT_UNKNOWN);
     record_call(fn_id, duration_ns, NULL);
@@ -479,18 +503,18 @@ int BPF_KPROBE(fl_exit) {
  * left the CPU, and adds the time it was out when it comes back; every
  * other thread costs two hash lookups. */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(fl_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+int BPF_PROG(fl_sched_switch, bool preempt, struct task_struct* prev, struct task_struct* next,
              unsigned int prev_state) {
   __u64 now = bpf_ktime_get_ns();
   __u32 prev_tid = prev->pid, next_tid = next->pid;
-  struct fl_thread_switches *out = bpf_map_lookup_elem(&thread_switches, &prev_tid);
+  struct fl_thread_switches* out = bpf_map_lookup_elem(&thread_switches, &prev_tid);
   if (out) out->outs++;
   if (out && out->in_call) {
     out->out_since_ns = now;
     /* Preempted, or yielding while running: still on a run queue. */
     out->out_runnable = preempt || prev_state == 0 /* TASK_RUNNING */;
   }
-  struct fl_thread_switches *in = bpf_map_lookup_elem(&thread_switches, &next_tid);
+  struct fl_thread_switches* in = bpf_map_lookup_elem(&thread_switches, &next_tid);
   if (in && in->out_since_ns) {
     __u64 out_ns = now - in->out_since_ns;
     if (in->out_runnable)
@@ -519,17 +543,17 @@ const struct fl_go_stack empty_go_stack = {};
 /* The goroutine running this Go code and the virtual stack pointer of the
  * current frame. False where R14 is not a g whose stack holds SP (assembly
  * ABI0 code, cgo): such a call cannot be paired per goroutine. */
-static __always_inline bool current_goroutine(struct pt_regs *ctx,
-                                              const struct fl_fn_config *config,
-                                              struct fl_go_key *key, __u64 *virtual_sp) {
+static __always_inline bool current_goroutine(struct pt_regs* ctx,
+                                              const struct fl_fn_config* config,
+                                              struct fl_go_key* key, __u64* virtual_sp) {
   if (!config->goid_offset) return false;
   __u64 g = ctx->r14;
   __u64 bounds[2]; /* g.stack.lo, g.stack.hi */
-  if (bpf_probe_read_user(bounds, sizeof(bounds), (const void *)g)) return false;
+  if (bpf_probe_read_user(bounds, sizeof(bounds), (const void*)g)) return false;
   __u64 sp = PT_REGS_SP(ctx);
   if (sp < bounds[0] || sp >= bounds[1]) return false;
   __u64 goid;
-  if (bpf_probe_read_user(&goid, sizeof(goid), (const void *)(g + config->goid_offset)))
+  if (bpf_probe_read_user(&goid, sizeof(goid), (const void*)(g + config->goid_offset)))
     return false;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   key->goid = goid;
@@ -545,7 +569,7 @@ SEC("uprobe")
 int BPF_KPROBE(fl_go_entry) {
   if (filtered_out()) return 0;
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
-  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+  struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (!config) return 0;
   /* The stack check failed: morestack runs, then the function starts again
    * and this probe fires once more for the same call. */
@@ -557,7 +581,7 @@ int BPF_KPROBE(fl_go_entry) {
     count_lost(fn_id, LOST_DEPTH);
     return 0;
   }
-  struct fl_go_stack *stack = bpf_map_lookup_elem(&go_stacks, &key);
+  struct fl_go_stack* stack = bpf_map_lookup_elem(&go_stacks, &key);
   if (!stack) {
     bpf_map_update_elem(&go_stacks, &key, &empty_go_stack, BPF_NOEXIST);
     stack = bpf_map_lookup_elem(&go_stacks, &key);
@@ -579,16 +603,15 @@ int BPF_KPROBE(fl_go_exit) {
   __u64 now = bpf_ktime_get_ns();
   if (filtered_out()) return 0;
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
-  struct fl_fn_config *config = bpf_map_lookup_elem(&fn_config, &fn_id);
+  struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (!config) return 0;
   struct fl_go_key key = {};
   __u64 virtual_sp;
   if (!current_goroutine(ctx, config, &key, &virtual_sp)) return 0;
-  struct fl_go_stack *stack = bpf_map_lookup_elem(&go_stacks, &key);
+  struct fl_go_stack* stack = bpf_map_lookup_elem(&go_stacks, &key);
   if (!stack) return 0;
   __u64 duration_ns;
-  if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now,
-               &duration_ns))
+  if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now, &duration_ns))
     record_call(fn_id, duration_ns, NULL);
   return 0;
 }
