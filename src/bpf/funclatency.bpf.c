@@ -7,12 +7,15 @@
 /* pt_regs is stable on x86-64: without CO-RE relocations libbpf need not
  * parse the kernel's 5 MB BTF at every start (~70 ms and ~11 MB here). */
 #define BPF_NO_PRESERVE_ACCESS_INDEX
-#include "funclatency.h"
+/* vmlinux.h must come first: the BPF headers use its types. */
+// clang-format off
+#include "vmlinux.h"
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "vmlinux.h"
+#include "funclatency.h"
+// clang-format on
 
 char LICENSE[] SEC("license") = "GPL";
 
