@@ -92,8 +92,10 @@ def test_receiver_that_does_not_verify_is_one_line_and_the_run_goes_on(procs, to
                                                                        protocol):
     receiver = tls_receiver(procs, receiver_program, certs, mutual=False)
     # The receiver's certificate chains to ca.pem; the tool trusts only other-ca.pem.
+    # The final flush at exit is bounded by the export timeout: keep it well
+    # inside the time the test gives the tool to exit (a sanitized build is slow).
     env = dict(os.environ, OTEL_EXPORTER_OTLP_CERTIFICATE=str(certs.other_ca),
-               OTEL_METRIC_EXPORT_INTERVAL="300")
+               OTEL_METRIC_EXPORT_INTERVAL="300", OTEL_EXPORTER_OTLP_TIMEOUT="3000")
     work = procs.start_workload(target_app, ["--rate", "200"], wait_signal=False)
     traced = procs.start_tool(tool, ["-p", work.pid, "--json", "-i", "0.5",
                                      f"--otlp={https_url(receiver, protocol)}", "--otlp-protocol",

@@ -27,7 +27,9 @@ std::string digest_of(std::string_view text) {
 
 bool bcrypt_matches(const std::string& password, const std::string& hash) {
   auto data = std::make_unique<crypt_data>();
-  const char* computed = crypt_r(password.c_str(), hash.c_str(), data.get());
+  // crypt_rn (libxcrypt), not crypt_r: AddressSanitizer intercepts crypt_r
+  // and, in a module loaded after it started, calls a null pointer.
+  const char* computed = crypt_rn(password.c_str(), hash.c_str(), data.get(), sizeof(crypt_data));
   if (!computed || computed[0] == '*') return false;
   std::string_view result(computed);
   return result.size() == hash.size() &&
