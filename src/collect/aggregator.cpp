@@ -200,8 +200,8 @@ void Aggregator::add_function(uint32_t fn_id, ReportGroup group, bool merge) {
   group_of_function_[fn_id] = static_cast<uint32_t>(reports_.size() - 1);
 }
 
-bool Aggregator::was_retired_before(size_t index) const {
-  return index < retired_.size() && retired_[index] == RetireState::kGone;
+bool Aggregator::was_retired_before(const std::vector<RetireState>& states, size_t index) {
+  return index < states.size() && states[index] == RetireState::kGone;
 }
 
 void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
@@ -227,13 +227,14 @@ void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
 // shown once it has any. A series reported for the last time is not shown
 // again.
 std::vector<FunctionReport> Aggregator::visible(const std::vector<FunctionReport>& reports,
-                                                bool totals_merged) const {
+                                                bool totals_merged,
+                                                const std::vector<RetireState>& states) const {
   if (!series_.by) return reports;
   std::vector<FunctionReport> shown;
   for (size_t index = 0; index < reports.size(); index++) {
     const FunctionReport& report = reports[index];
     const bool series = index < series_group_.size() && series_group_[index].has_value();
-    if (series && was_retired_before(index)) continue;
+    if (series && was_retired_before(states, index)) continue;
     if (!series) {
       const uint64_t calls = report.total.count() + (totals_merged ? 0 : report.interval.count());
       if (calls == 0 && report.total_lost.total() + report.interval_lost.total() == 0) continue;
@@ -244,7 +245,7 @@ std::vector<FunctionReport> Aggregator::visible(const std::vector<FunctionReport
   return shown;
 }
 
-Report Aggregator::peek_report(std::chrono::system_clock::time_point now) const {
+Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
   Report report;
   report.kind = Report::Kind::kInterval;
   report.run_start = run_start_;
@@ -258,7 +259,10 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) const 
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
-  report.functions = visible(all, true);
+  // Exporters see a series of a process that exited once more, then no
+  // longer, whether or not intervals are reported.
+  advance_retirement(live_retired_, nullptr);
+  report.functions = visible(all, true, live_retired_);
   report.series_folded = folded_ + kernel_folded_;
   return report;
 }
@@ -276,8 +280,8 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
-  retire_dead_series();
-  report.functions = visible(reports_, true);
+  advance_retirement(retired_, &newly_retired_);
+  report.functions = visible(reports_, true, retired_);
   report.series_folded = folded_ + kernel_folded_;
   for (auto& function : reports_) {
     function.interval.clear();
@@ -289,18 +293,19 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
   return report;
 }
 
-void Aggregator::retire_dead_series() {
+void Aggregator::advance_retirement(std::vector<RetireState>& states,
+                                    std::vector<SeriesKey>* newly) {
   // Those retired last time are gone from now on.
-  for (size_t index = 0; index < retired_.size(); index++) {
-    if (retired_[index] == RetireState::kThisReport) retired_[index] = RetireState::kGone;
+  for (auto& state : states) {
+    if (state == RetireState::kThisReport) state = RetireState::kGone;
   }
   if (!(series_.by & FL_BY_PID) || !series_.alive) return;
-  retired_.resize(reports_.size(), RetireState::kLive);
+  states.resize(reports_.size(), RetireState::kLive);
   for (const auto& [group_key, index] : series_index_) {
-    if (retired_[index] != RetireState::kLive) continue;
+    if (states[index] != RetireState::kLive) continue;
     if (series_.alive(group_key.second.tgid)) continue;
-    retired_[index] = RetireState::kThisReport;
-    newly_retired_.push_back(group_key.second);
+    states[index] = RetireState::kThisReport;
+    if (newly) newly->push_back(group_key.second);
   }
 }
 

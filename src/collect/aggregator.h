@@ -113,7 +113,7 @@ class Aggregator {
   Report take_report(Report::Kind kind, std::chrono::system_clock::time_point now);
   // The same, for sinks that want fresh totals between intervals (an
   // exporter); the interval goes on.
-  Report peek_report(std::chrono::system_clock::time_point now) const;
+  Report peek_report(std::chrono::system_clock::time_point now);
 
  private:
   void fill_modes(std::vector<FunctionReport>& reports) const;
@@ -121,10 +121,14 @@ class Aggregator {
   // The report a call of fn_id by `key` goes to (its series, or `other`).
   FunctionReport* report_of(uint32_t fn_id, const SeriesKey& key);
   void add_call(FunctionReport& report, uint64_t duration_ns, const CallSplit* split);
-  void retire_dead_series();
+  enum class RetireState { kLive, kThisReport, kGone };
+  // Marks series of processes that exited: reported once more (kThisReport),
+  // then gone; `newly` hears the keys marked now.
+  void advance_retirement(std::vector<RetireState>& states, std::vector<SeriesKey>* newly);
   std::vector<FunctionReport> visible(const std::vector<FunctionReport>& reports,
-                                      bool totals_merged) const;
-  bool was_retired_before(size_t index) const;
+                                      bool totals_merged,
+                                      const std::vector<RetireState>& states) const;
+  static bool was_retired_before(const std::vector<RetireState>& states, size_t index);
   bool reports_to_a_group(uint32_t fn_id) const {
     return fn_id < group_of_function_.size() && group_of_function_[fn_id] < reports_.size();
   }
@@ -138,8 +142,8 @@ class Aggregator {
   SeriesOptions series_;
   std::map<std::pair<uint32_t, SeriesKey>, size_t> series_index_;  // (group, key) -> reports_
   std::vector<std::optional<uint32_t>> series_group_;  // by report index: a series' group
-  enum class RetireState { kLive, kThisReport, kGone };
-  std::vector<RetireState> retired_;  // by report index, for series of processes that exited
+  std::vector<RetireState> retired_;                   // by report index: in take_report's reports
+  std::vector<RetireState> live_retired_;              // the same for peek_report's (exporters)
   std::vector<SeriesKey> newly_retired_;
   uint64_t folded_ = 0;  // distinct series folded into other (events mode)
   uint64_t kernel_folded_ = 0;

@@ -43,6 +43,13 @@ std::optional<uint32_t> KernelSlots::slot_of(uint32_t fn_id) const {
   return std::nullopt;
 }
 
+bool KernelSlots::any_cooling() const {
+  for (const Slot& slot : slots_) {
+    if (slot.cooling_since) return true;
+  }
+  return false;
+}
+
 bool KernelSlots::any_free() const {
   for (const Slot& slot : slots_) {
     if (!slot.owner) return true;

@@ -32,6 +32,7 @@ class KernelSlots {
   std::optional<uint32_t> slot_of(uint32_t fn_id) const;
   uint32_t size() const { return static_cast<uint32_t>(slots_.size()); }
   bool any_free() const;
+  bool any_cooling() const;
 
  private:
   struct Slot {

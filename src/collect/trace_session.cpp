@@ -157,9 +157,40 @@ Result<void> TraceSession::collect_kernel_side() {
   return {};
 }
 
+// The slots go to the hottest functions: a hot function with no slot free
+// sends the coldest holder (clearly colder: 10% of hysteresis against
+// flapping) back to events mode; its slot cools, then the next ask gets it.
+void TraceSession::make_room_for(uint32_t fn_id, const std::vector<uint64_t>& calls) {
+  if (slots_.any_cooling()) return;  // one slot changes hands at a time
+  std::optional<uint32_t> coldest;
+  for (uint32_t slot = 0; slot < slots_.size(); slot++) {
+    auto owner = slots_.owner(slot);
+    if (!owner || !slots_.slot_of(*owner) || *owner >= calls.size()) continue;  // cooling
+    if (!coldest || calls[*owner] < calls[*coldest]) coldest = owner;
+  }
+  if (!coldest || fn_id >= calls.size() || calls[*coldest] * 11 / 10 >= calls[fn_id]) return;
+  const uint32_t slot = *slots_.slot_of(*coldest);
+  if (!object_.set_mode(*coldest, FL_MODE_EVENTS, slot)) return;
+  slots_.release(*coldest, Clock::now());
+  policy_->refused(ModeSwitch{*coldest, true, {}});
+  aggregator_.set_mode(*coldest, AggregationMode::kEvents);
+  if (options_.verbose) {
+    options_.verbose(
+        fmt::format("function {} -> events mode (its kernel slot goes to the hotter "
+                    "function {})",
+                    *coldest, fn_id));
+  }
+}
+
 void TraceSession::apply_policy(double seconds) {
   if (!policy_) return;
   auto switches = policy_->observe(window_calls_, window_ringbuf_lost_, seconds);
+  const std::vector<uint64_t> calls = window_calls_;
+  // The hottest ask first: a free slot goes to the hottest function that wants one.
+  std::stable_sort(switches.begin(), switches.end(), [&calls](const auto& a, const auto& b) {
+    auto rate = [&calls](uint32_t fn) { return fn < calls.size() ? calls[fn] : 0; };
+    return rate(a.fn_id) > rate(b.fn_id);
+  });
   std::fill(window_calls_.begin(), window_calls_.end(), 0);
   std::fill(window_ringbuf_lost_.begin(), window_ringbuf_lost_.end(), 0);
   for (const auto& change : switches) {
@@ -169,6 +200,7 @@ void TraceSession::apply_policy(double seconds) {
     std::optional<uint32_t> slot = slots_.slot_of(change.fn_id);
     if (change.to_kernel && !slot) slot = slots_.take(change.fn_id);
     if (change.to_kernel && !slot) {
+      make_room_for(change.fn_id, calls);
       policy_->refused(change);
       if (options_.verbose && !told_no_slot_[change.fn_id]) {
         options_.verbose(

@@ -70,6 +70,7 @@ class TraceSession {
   Result<void> write_live();
   Result<void> collect_kernel_side();
   static std::vector<std::optional<uint32_t>> initial_slot_owners(const BpfObject& object);
+  void make_room_for(uint32_t fn_id, const std::vector<uint64_t>& calls);
   Result<void> collect_kernel_series(MapReader& reader);
   void forget_retired_series();
   void apply_policy(double seconds);
