@@ -311,7 +311,11 @@ DiffResult diff_runs(const Run& base, const Run& now, const DiffOptions& options
     if (gate && diff.base.count > 0 && diff.now.count > 0) {
       const double before_q = side_quantile(diff.base, gate->quantile);
       diff.gated_ratio = before_q > 0 ? side_quantile(diff.now, gate->quantile) / before_q : 0;
-      diff.gate_failed = diff.distribution_differs && diff.gated_ratio > 1 + gate->percent / 100;
+      // Only a function judged slower fails the gate: a significant but
+      // negligible shift (the verdict's effect floor) of a short function can
+      // still move a tail quantile across a fine bucket on identical runs.
+      diff.gate_failed =
+          diff.verdict == Verdict::kSlower && diff.gated_ratio > 1 + gate->percent / 100;
       result.gate_failed = result.gate_failed || diff.gate_failed;
     }
   }
