@@ -185,6 +185,9 @@ static int unwind_goroutine_step(__u32 index, void* data) {
  * iteration, which keeps the load (and so the start) short. */
 static __always_inline __u32 unwind_below(struct fl_frame* frames, __u32 max_depth, __u32 depth,
                                           __u64 sp) {
+  /* The common case, nothing deeper to drop, costs no helper call. */
+  struct fl_frame* top = frame_at(frames, max_depth, depth);
+  if (!top || top->sp >= sp) return depth;
   struct unwind_ctx ctx = {.frames = frames, .depth = depth, .sp = sp};
   if (max_depth == FL_GO_MAX_DEPTH)
     bpf_loop(FL_GO_MAX_DEPTH, unwind_goroutine_step, &ctx, 0);

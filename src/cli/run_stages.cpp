@@ -54,7 +54,8 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   load.cpu_split = config.cpu_split;
   load.series_by = config.series_by;
   load.max_series = config.max_series;
-  load.kernel_slots = config.kernel_slots;
+  // --mode events never aggregates in the kernel: one slot, not a pool.
+  load.kernel_slots = config.mode == ModeChoice::kEvents ? 1 : config.kernel_slots;
   // Functions attached later may need either kind of exit; load_and_attach
   // adds the programs the plans at hand need.
   load.return_program = awaiting;
