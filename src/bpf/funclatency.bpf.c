@@ -29,6 +29,9 @@ const volatile __u32 split_stride = 0;
 const volatile __u32 series_by = 0;
 /* -c/--cgroup: how many entries of cgroup_filter to check; 0 traces all. */
 const volatile __u32 cgroup_filters = 0;
+/* --slowest/--slower-than: calls over their function's slow_ns send an
+ * fl_slow_call with the top of their stack; 0 leaves that code out. */
+const volatile __u32 slow_calls_on = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -100,6 +103,13 @@ struct {
   __uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
+/* --slowest/--slower-than: slow calls with their stacks (one page when
+ * unused). Rare by design: only calls over their function's threshold. */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 4096);
+} slow_calls SEC(".maps");
+
 /* Wake the reader early once the ring is this full; otherwise it polls. */
 #define FL_WAKEUP_THRESHOLD (512 << 10)
 
@@ -117,7 +127,7 @@ static __always_inline bool filtered_out(void) {
   return cgroup_filters && outside_cgroups();
 }
 
-enum lost_reason { LOST_UNRETURNED, LOST_DEPTH, LOST_RINGBUF, SPLIT_UNKNOWN };
+enum lost_reason { LOST_UNRETURNED, LOST_DEPTH, LOST_RINGBUF, SPLIT_UNKNOWN, SLOW_DROPPED };
 
 static __always_inline void count_lost(__u32 fn_id, enum lost_reason reason) {
   struct fl_fn_lost* lost = bpf_map_lookup_elem(&fn_lost, &fn_id);
@@ -128,8 +138,10 @@ static __always_inline void count_lost(__u32 fn_id, enum lost_reason reason) {
     __sync_fetch_and_add(&lost->depth, 1);
   else if (reason == LOST_RINGBUF)
     __sync_fetch_and_add(&lost->ringbuf, 1);
-  else
+  else if (reason == SPLIT_UNKNOWN)
     __sync_fetch_and_add(&lost->split_unknown, 1);
+  else
+    __sync_fetch_and_add(&lost->slow_dropped, 1);
 }
 
 /* The helpers below work on a shadow stack's frames, a thread's or (Go
@@ -424,14 +436,70 @@ static __always_inline bool pop_call(struct fl_frame* frames, __u32 max_depth, _
   return true;
 }
 
+/* Copies the user stack from `sp` up into `stack`: all of the window at
+ * once, or where the stack's mapping ends inside it, page by page up to
+ * that end. Returns the bytes copied. */
+static __always_inline __u32 copy_user_stack(__u8* stack, __u64 sp) {
+  if (bpf_probe_read_user(stack, FL_STACK_BYTES, (const void*)sp) == 0) return FL_STACK_BYTES;
+  __u32 first = 4096 - (__u32)(sp & 4095);
+  if (first > 4096 || first == 0) return 0;
+  if (bpf_probe_read_user(stack, first, (const void*)sp)) return 0;
+  __u32 copied = first;
+  for (__u32 page = 0; page < FL_STACK_BYTES / 4096 - 1; page++) {
+    __u32 offset = first + page * 4096;
+    if (offset > FL_STACK_BYTES - 4096) break;
+    if (bpf_probe_read_user(stack + offset, 4096, (const void*)(sp + offset))) break;
+    copied = offset + 4096;
+  }
+  return copied;
+}
+
+/* A call over its function's threshold: who made it, when it ended, the
+ * registers an unwinder starts from, and the top of its user stack. */
+static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, __u64 duration_ns,
+                                             const struct call_split* split, __u32 flags) {
+  struct fl_slow_call* slow = bpf_ringbuf_reserve(&slow_calls, sizeof(*slow), 0);
+  if (!slow) {
+    count_lost(fn_id, SLOW_DROPPED);
+    return;
+  }
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  slow->duration_ns = duration_ns;
+  slow->end_ns = bpf_ktime_get_ns();
+  slow->runnable_ns = split ? split->runnable_ns : 0;
+  slow->blocked_ns = split ? split->blocked_ns : 0;
+  slow->cgroup_id = bpf_get_current_cgroup_id();
+  slow->fn_id = fn_id;
+  slow->tgid = (__u32)(pid_tgid >> 32);
+  slow->tid = (__u32)pid_tgid;
+  slow->flags = flags | (split ? FL_EVENT_SPLIT : 0);
+  bpf_get_current_comm(slow->comm, sizeof(slow->comm));
+  slow->regs.ip = ctx->ip;
+  slow->regs.sp = ctx->sp;
+  slow->regs.bp = ctx->bp;
+  slow->regs.bx = ctx->bx;
+  slow->regs.r12 = ctx->r12;
+  slow->regs.r13 = ctx->r13;
+  slow->regs.r14 = ctx->r14;
+  slow->regs.r15 = ctx->r15;
+  slow->stack_bytes = copy_user_stack(slow->stack, ctx->sp);
+  slow->reserved = 0;
+  /* Rare and worth seeing soon: the reader raises the threshold from it. */
+  bpf_ringbuf_submit(slow, BPF_RB_FORCE_WAKEUP);
+}
+
 /* Takes the probes' own cost off a completed call and records it (and its
- * split, when there is one) the way its function is aggregated right now. */
-static __always_inline void record_call(__u32 fn_id, __u64 duration_ns,
-                                        const struct call_split* split) {
+ * split, when there is one) the way its function is aggregated right now;
+ * a call over the function's threshold also goes out with its stack.
+ * `exit_flags`: FL_SLOW_AT_RET when the exit probe stands on the `ret`. */
+static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 duration_ns,
+                                        const struct call_split* split, __u32 exit_flags) {
   struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (config && config->subtract_ns) {
     duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
   }
+  if (slow_calls_on && config && duration_ns >= config->slow_ns)
+    record_slow_call(ctx, fn_id, duration_ns, split, exit_flags);
   /* Kernel mode needs a slot; a function without one stays in events mode. */
   bool in_kernel = config && config->mode == FL_MODE_KERNEL && config->slot != FL_NO_SLOT;
   if (in_kernel) {
@@ -444,7 +512,8 @@ static __always_inline void record_call(__u32 fn_id, __u64 duration_ns,
   }
 }
 
-static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __u64 now) {
+static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __u64 now,
+                                         __u32 exit_flags) {
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
   struct fl_shadow_stack* stack =
       bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
@@ -453,7 +522,7 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   if (!pop_call(stack->frames, FL_MAX_DEPTH, &stack->depth, fn_id, entry_sp, now, &duration_ns))
     return 0;
   if (!split_stride) {
-    record_call(fn_id, duration_ns, NULL);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags);
     return 0;
   }
   /* The popped frame was at depth + 1. */
@@ -462,7 +531,7 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   struct fl_thread_switches* thread = bpf_map_lookup_elem(&thread_switches, &tid);
   if (!marks || !thread) {
     count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(fn_id, duration_ns, NULL);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags);
     return 0;
   }
   thread->in_call = stack->depth;
@@ -473,14 +542,14 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   if (kernel_switches() - marks->kernel_switches != thread->outs - marks->outs ||
       thread->out_since_ns) {
     count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(fn_id, duration_ns, NULL);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags);
     return 0;
   }
   struct call_split split = {
       .runnable_ns = thread->runnable_ns - marks->runnable_ns,
       .blocked_ns = thread->blocked_ns - marks->blocked_ns,
   };
-  record_call(fn_id, duration_ns, &split);
+  record_call(ctx, fn_id, duration_ns, &split, exit_flags);
   return 0;
 }
 
@@ -489,7 +558,7 @@ SEC("uretprobe")
 int BPF_KRETPROBE(fl_return) {
   __u64 now = bpf_ktime_get_ns();
   if (filtered_out()) return 0;
-  return complete_call(ctx, PT_REGS_SP(ctx) - 8, now);
+  return complete_call(ctx, PT_REGS_SP(ctx) - 8, now, 0);
 }
 
 /* Probe on a `ret` instruction of the function: runs before it, with the
@@ -500,7 +569,7 @@ SEC("uprobe")
 int BPF_KPROBE(fl_exit) {
   __u64 now = bpf_ktime_get_ns();
   if (filtered_out()) return 0;
-  return complete_call(ctx, PT_REGS_SP(ctx), now);
+  return complete_call(ctx, PT_REGS_SP(ctx), now, FL_SLOW_AT_RET);
 }
 
 /* --- --cpu-split -----------------------------------------------------------
@@ -618,6 +687,6 @@ int BPF_KPROBE(fl_go_exit) {
   if (!stack) return 0;
   __u64 duration_ns;
   if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now, &duration_ns))
-    record_call(fn_id, duration_ns, NULL);
+    record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET);
   return 0;
 }

@@ -104,6 +104,9 @@ struct fl_fn_lost {
   /* --cpu-split: completed calls (counted) whose split is unknown: a context
    * switch during the call did not reach the sched_switch program. */
   __u64 split_unknown;
+  /* --slowest/--slower-than: calls over the function's threshold whose
+   * record (with its stack) could not be reserved. Counted calls, not lost. */
+  __u64 slow_dropped;
 };
 
 /* A call in flight on one thread. `sp` is the stack pointer at entry, which
@@ -196,6 +199,54 @@ struct fl_fn_config {
   __u64 subtract_ns; /* the probes' own cost, taken off every duration */
   __u32 goid_offset; /* Go code: offset of goid in runtime.g (by Go version) */
   __u32 slot;        /* fn_stats entry of its kernel-mode totals, or FL_NO_SLOT */
+  /* --slowest/--slower-than: a call at least this long (after subtract_ns)
+   * also sends an fl_slow_call with its stack; FL_NO_THRESHOLD: none. */
+  __u64 slow_ns;
+};
+
+#define FL_NO_THRESHOLD 0xffffffffffffffffull
+
+/* --slowest/--slower-than: how much of the user stack a slow call's record
+ * copies, from the stack pointer at the exit probe up. Debian's binaries
+ * have no frame pointers, so user space unwinds this copy with the
+ * binaries' .eh_frame, as perf --call-graph dwarf does. */
+#define FL_STACK_BYTES 16384
+
+/* The registers an unwinder starts from: the instruction and stack
+ * pointers, and the registers a callee preserves (CFI may restore any). */
+struct fl_user_regs {
+  __u64 ip;
+  __u64 sp;
+  __u64 bp;
+  __u64 bx;
+  __u64 r12;
+  __u64 r13;
+  __u64 r14;
+  __u64 r15;
+};
+
+/* Where the exit probe stood: at the function's `ret` (the return address
+ * at [sp], ip in the function) or after it (a uretprobe: ip in the caller). */
+#define FL_SLOW_AT_RET 2u
+
+/* One call over its function's threshold, with the top of its stack. Sent
+ * on its own ring buffer (slow_calls), in both modes. flags: FL_EVENT_SPLIT
+ * (runnable_ns and blocked_ns valid), FL_SLOW_AT_RET. */
+struct fl_slow_call {
+  __u64 duration_ns; /* as recorded: after subtract_ns */
+  __u64 end_ns;      /* bpf_ktime_get_ns() at the exit probe (CLOCK_MONOTONIC) */
+  __u64 runnable_ns;
+  __u64 blocked_ns;
+  __u64 cgroup_id;
+  __u32 fn_id;
+  __u32 tgid;
+  __u32 tid;
+  __u32 flags;
+  char comm[16]; /* the thread's name */
+  struct fl_user_regs regs;
+  __u32 stack_bytes; /* valid bytes of stack[], copied from regs.sp up */
+  __u32 reserved;
+  __u8 stack[FL_STACK_BYTES];
 };
 
 /* Kernel-mode totals live in a pool of slots (fn_stats entries), given to

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
 
 extern "C" {
 #include "bpf/funclatency.h"
@@ -36,6 +39,41 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
   app.add_option("-c,--cgroup", v.cgroups,
                  "Trace only tasks in this cgroup v2 directory or below it (repeatable)")
       ->type_name("PATH");
+  app.add_option("--slowest", v.slowest,
+                 "Show the K slowest calls of each function and interval with pid, tid and\n"
+                 "their user stack (also exemplars in JSON, OTLP and Prometheus)")
+      ->check(CLI::Range(size_t{1}, size_t{100}))
+      ->type_name("K");
+  app.add_option("--slower-than", v.slower_than,
+                 "Print each call that takes at least DURATION (10ms, 250us) as it ends;\n"
+                 "its stack too with -v")
+      ->type_name("DURATION");
+}
+
+Result<uint64_t> parse_duration_ns(std::string_view text) {
+  auto fail = [&text] {
+    return bad_input(fmt::format("\"{}\" is not a duration", text),
+                     "write a number and a unit: 800ns, 250us, 10ms, 1.5s");
+  };
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
+    digits++;
+  }
+  const std::string number(text.substr(0, digits));
+  const std::string_view unit = text.substr(digits);
+  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) {
+    return fail();
+  }
+  double scale = 0;
+  if (unit == "ns") scale = 1;
+  if (unit == "us") scale = 1e3;
+  if (unit == "ms") scale = 1e6;
+  if (unit == "s") scale = 1e9;
+  if (scale == 0) return fail();
+  const double ns = std::strtod(number.c_str(), nullptr) * scale;
+  if (!(ns < 1e18)) return fail();
+  return static_cast<uint64_t>(ns + 0.5);
 }
 
 void add_core_options(CLI::App& app, CommandLine& v) {
@@ -113,6 +151,12 @@ Result<Config> finish_config(const CommandLine& v) {
   config.max_series = v.max_series;
   config.kernel_slots = v.kernel_slots;
   config.cgroups = v.cgroups;
+  config.slowest = v.slowest;
+  if (!v.slower_than.empty()) {
+    auto slower_than = parse_duration_ns(v.slower_than);
+    if (!slower_than) return std::unexpected(slower_than.error());
+    config.slower_than_ns = *slower_than;
+  }
   if (config.cgroups.size() > FL_MAX_CGROUP_FILTERS) {
     return bad_input(fmt::format("{} cgroups given with -c, at most {}", config.cgroups.size(),
                                  FL_MAX_CGROUP_FILTERS));

@@ -35,13 +35,15 @@ struct Config {
   ModeChoice mode = ModeChoice::kAuto;
   double auto_threshold = 10000;
   ExitProbeChoice exit_probes = ExitProbeChoice::kAuto;
-  bool calibrate = false;            // measure the probes' own cost, print it, exit
-  bool subtract_overhead = false;    // take that cost off every duration
-  bool cpu_split = false;            // each call's on-CPU, runnable and blocked time
-  uint32_t series_by = 0;            // --by: FL_BY_* bits
-  uint32_t max_series = 1000;        // --max-series
-  uint32_t kernel_slots = 64;        // --kernel-slots
-  std::vector<std::string> cgroups;  // -c/--cgroup: cgroup v2 directories to trace
+  bool calibrate = false;                  // measure the probes' own cost, print it, exit
+  bool subtract_overhead = false;          // take that cost off every duration
+  bool cpu_split = false;                  // each call's on-CPU, runnable and blocked time
+  uint32_t series_by = 0;                  // --by: FL_BY_* bits
+  uint32_t max_series = 1000;              // --max-series
+  uint32_t kernel_slots = 64;              // --kernel-slots
+  std::vector<std::string> cgroups;        // -c/--cgroup: cgroup v2 directories to trace
+  size_t slowest = 0;                      // --slowest K: the K slowest calls with their stacks
+  std::optional<uint64_t> slower_than_ns;  // --slower-than: show each slower call as it ends
 };
 
 // Raw values CLI11 fills; turned into a Config by finish_config.
@@ -64,9 +66,13 @@ struct CommandLine {
   uint32_t max_series = 1000;
   uint32_t kernel_slots = 64;
   std::vector<std::string> cgroups;
+  size_t slowest = 0;
+  std::string slower_than;
 };
 
 void add_core_options(CLI::App& app, CommandLine& values);
 Result<Config> finish_config(const CommandLine& values);
+// A duration with its unit: "10ms", "250us", "1.5s", "800ns".
+Result<uint64_t> parse_duration_ns(std::string_view text);
 
 }  // namespace funclatency

@@ -286,7 +286,16 @@ Aggregator make_aggregator(const Config& config, const TracingProbes& probes) {
   Aggregator aggregator(std::move(groups), std::move(group_of_function), config.unit_ns,
                         std::chrono::system_clock::now(), config.cpu_split);
   if (config.series_by) aggregator.set_series(series_options(config));
+  aggregator.set_slowest(config.slowest);
   return aggregator;
+}
+
+// A traced function's symbol and binary, by id (late ones included).
+std::pair<std::string, std::string> function_name(const TracingProbes& probes, uint32_t fn_id) {
+  for (const auto& site : probes.links.sites()) {
+    if (site.fn_id == fn_id) return {site.symbol, site.binary};
+  }
+  return {fmt::format("function {}", fn_id), std::string()};
 }
 
 // -c/--cgroup: each directory, opened for the kernel's cgroup filter.
@@ -347,6 +356,7 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
     options.verbose = [messages](const std::string& line) { messages.note(line); };
   options.live_sinks = sinks->live;
   options.attach_late = late.callback();
+  options.describe_function = [&probes](uint32_t fn_id) { return function_name(*probes, fn_id); };
   TraceSession session(*probes->object, aggregator, sinks->all(), std::move(options),
                        stop_fd->get(), [&probes] { probes->links.detach_all(); });
   std::fputs(start_banner(config, probes->links.sites(), late.pending()).c_str(), stderr);

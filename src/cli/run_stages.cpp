@@ -60,6 +60,9 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   // adds the programs the plans at hand need.
   load.return_program = awaiting;
   load.exit_program = awaiting;
+  const SlowThresholdOptions slow = slow_threshold_options(config);
+  load.slow_calls = slow.any();
+  load.initial_slow_ns = SlowThresholds(0, slow).initial();
   for (const auto& plan : targets.plans) {
     load.function_flags.push_back(plan.fn_flags);
     load.function_subtract_ns.push_back(calibration ? calibration->for_plan(plan) : 0);
@@ -88,8 +91,13 @@ std::set<std::pair<std::string, uint64_t>> site_keys(std::span<const ProbeSite> 
   return keys;
 }
 
+SlowThresholdOptions slow_threshold_options(const Config& config) {
+  return {.slowest = config.slowest, .slower_than_ns = config.slower_than_ns};
+}
+
 SessionOptions session_options(const Config& config) {
   SessionOptions options;
+  options.slow = slow_threshold_options(config);
   options.interval = config.interval;
   options.duration = config.duration;
   options.pid = config.pid;

@@ -54,6 +54,8 @@ WatchOptions watch_options(const Config& config, const LoadOptions& load, Attach
 std::set<std::pair<std::string, uint64_t>> site_keys(std::span<const ProbeSite> sites);
 // The session's settings that come from the command line alone.
 SessionOptions session_options(const Config& config);
+// --slowest/--slower-than as the collector's threshold policy takes them.
+SlowThresholdOptions slow_threshold_options(const Config& config);
 
 // A group per traced function (one for all with --merge); function ids with
 // no traced site report nowhere.

@@ -130,6 +130,8 @@ FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
   report.interval.clear();
   report.total.clear();
   report.interval_lost = report.total_lost = {};
+  report.interval_slowest.clear();
+  report.total_slowest.clear();
   if (report.interval_split) report.interval_split = report.total_split = empty_split(unit_ns_);
   report.series = series_.label ? series_.label(key) : SeriesLabels{};
   if (series_.by & FL_BY_PID) report.series.pid = static_cast<int>(key.tgid);
@@ -180,6 +182,25 @@ void Aggregator::on_kernel_series_totals(uint32_t fn_id, const SeriesKey& key, C
 void Aggregator::on_lost(uint32_t fn_id, const LostCounts& delta) {
   if (!reports_to_a_group(fn_id)) return;
   reports_[group_of_function_[fn_id]].interval_lost += delta;
+}
+
+namespace {
+// Keeps `calls` the k slowest, slowest first (ties: the earlier call stays).
+void keep_slowest(std::vector<SlowCall>& calls, const SlowCall& call, size_t k) {
+  auto at = std::upper_bound(
+      calls.begin(), calls.end(), call.duration_ns,
+      [](uint64_t duration, const SlowCall& kept) { return duration > kept.duration_ns; });
+  if (static_cast<size_t>(at - calls.begin()) >= k) return;
+  calls.insert(at, call);
+  if (calls.size() > k) calls.pop_back();
+}
+}  // namespace
+
+void Aggregator::on_slow_call(uint32_t fn_id, const SeriesKey& caller, const SlowCall& call) {
+  if (!slowest_ || !reports_to_a_group(fn_id)) return;
+  FunctionReport& report = *report_of(fn_id, caller);
+  keep_slowest(report.interval_slowest, call, slowest_);
+  keep_slowest(report.total_slowest, call, slowest_);
 }
 
 void Aggregator::set_mode(uint32_t fn_id, AggregationMode mode) {
@@ -287,6 +308,7 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
     function.interval.clear();
     clear_split(function.interval_split);
     function.interval_lost = {};
+    function.interval_slowest.clear();
   }
   std::fill(fn_interval_calls_.begin(), fn_interval_calls_.end(), 0);
   interval_start_ = now;

@@ -101,6 +101,11 @@ class Aggregator {
   void on_kernel_totals(uint32_t fn_id, const KernelTotals& before, const KernelTotals& now,
                         CallPart part = CallPart::kWall);
   void on_lost(uint32_t fn_id, const LostCounts& delta);
+  // --slowest K: each report keeps the K slowest calls of its interval and
+  // of the run (0: none kept).
+  void set_slowest(size_t k) { slowest_ = k; }
+  // A call over its function's threshold, made by `caller` (as on_call).
+  void on_slow_call(uint32_t fn_id, const SeriesKey& caller, const SlowCall& call);
   void set_mode(uint32_t fn_id, AggregationMode mode);
   // A function attached while tracing: its own group, or with `merge` the
   // first group (its own when there is none yet).
@@ -135,6 +140,7 @@ class Aggregator {
 
   uint64_t unit_ns_;
   bool cpu_split_;
+  size_t slowest_ = 0;
   std::vector<FunctionReport> reports_;
   std::vector<uint32_t> group_of_function_;
   std::vector<uint64_t> fn_interval_calls_;

@@ -17,6 +17,22 @@ Result<std::unique_ptr<EventReader>> EventReader::create(int ringbuf_fd, Handler
   return reader;
 }
 
+Result<void> EventReader::add_slow_calls(int ringbuf_fd, SlowHandler handler) {
+  slow_handler_ = std::move(handler);
+  if (ring_buffer__add(ring_, ringbuf_fd, &EventReader::on_slow_record, this) < 0) {
+    return runtime_error("open the slow-call ring buffer", errno);
+  }
+  return {};
+}
+
+int EventReader::on_slow_record(void* context, void* data, size_t size) {
+  auto* self = static_cast<EventReader*>(context);
+  if (size < sizeof(fl_slow_call)) return 0;
+  // Records are 16 KB: handed over in place, not copied.
+  self->slow_handler_(*static_cast<const fl_slow_call*>(data));
+  return 0;
+}
+
 EventReader::~EventReader() {
   if (ring_) ring_buffer__free(ring_);
 }

@@ -10,6 +10,7 @@
 #include "common/error.h"
 
 struct ring_buffer;
+struct fl_slow_call;
 
 namespace funclatency {
 
@@ -17,6 +18,9 @@ class EventReader {
  public:
   using Handler = std::function<void(const CallRecord& call)>;
   static Result<std::unique_ptr<EventReader>> create(int ringbuf_fd, Handler handler);
+  // --slowest/--slower-than: also drains the slow_calls ring (same epoll fd).
+  using SlowHandler = std::function<void(const fl_slow_call& call)>;
+  Result<void> add_slow_calls(int ringbuf_fd, SlowHandler handler);
   ~EventReader();
   EventReader(const EventReader&) = delete;
   EventReader& operator=(const EventReader&) = delete;
@@ -29,7 +33,9 @@ class EventReader {
  private:
   explicit EventReader(Handler handler) : handler_(std::move(handler)) {}
   static int on_record(void* context, void* data, size_t size);
+  static int on_slow_record(void* context, void* data, size_t size);
   Handler handler_;
+  SlowHandler slow_handler_;
   ring_buffer* ring_ = nullptr;
   uint64_t drained_ = 0;
 };

@@ -49,6 +49,7 @@ LostCounts sum_lost(std::span<const uint8_t> per_cpu, int num_cpus) {
     lost.depth += counts.depth;
     lost.ringbuf += counts.ringbuf;
     lost.split_unknown += counts.split_unknown;
+    lost.slow_dropped += counts.slow_dropped;
   }
   return lost;
 }

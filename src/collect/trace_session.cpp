@@ -58,7 +58,8 @@ TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vecto
       last_totals_(static_cast<size_t>(object.kernel_slots()) * parts_),
       last_lost_(num_functions_),
       window_calls_(num_functions_, 0),
-      window_ringbuf_lost_(num_functions_, 0) {
+      window_ringbuf_lost_(num_functions_, 0),
+      thresholds_(num_functions_, options_.slow) {
   if (options_.mode == ModeChoice::kAuto) {
     policy_ = std::make_unique<ModePolicy>(num_functions_, options_.policy);
   }
@@ -125,9 +126,10 @@ Result<void> TraceSession::collect_kernel_side() {
     const LostCounts& now = (*lost)[fn];
     LostCounts delta{now.unreturned - last_lost_[fn].unreturned, now.depth - last_lost_[fn].depth,
                      now.ringbuf - last_lost_[fn].ringbuf,
-                     now.split_unknown - last_lost_[fn].split_unknown};
+                     now.split_unknown - last_lost_[fn].split_unknown,
+                     now.slow_dropped - last_lost_[fn].slow_dropped};
     window_ringbuf_lost_[fn] += delta.ringbuf;
-    if (delta.total() || delta.split_unknown) aggregator_.on_lost(fn, delta);
+    if (delta.total() || delta.split_unknown || delta.slow_dropped) aggregator_.on_lost(fn, delta);
     last_lost_[fn] = now;
   }
   if (auto series = collect_kernel_series(reader); !series) return series;
@@ -225,10 +227,51 @@ void TraceSession::apply_policy(double seconds) {
   }
 }
 
+// A call over its function's threshold: it may raise the threshold, joins
+// its report's slowest calls, and with --slower-than is shown as it ends.
+void TraceSession::on_slow_call(const fl_slow_call& record) {
+  thresholds_.observe(record.fn_id, record.duration_ns);
+  SlowCall call;
+  call.duration_ns = record.duration_ns;
+  if (record.flags & FL_EVENT_SPLIT) {
+    call.runnable_ns = record.runnable_ns;
+    call.blocked_ns = record.blocked_ns;
+  }
+  call.pid = static_cast<int>(record.tgid);
+  call.tid = static_cast<int>(record.tid);
+  call.thread.assign(record.comm, strnlen(record.comm, sizeof(record.comm)));
+  // The probe read CLOCK_MONOTONIC, which steady_clock is on Linux.
+  const auto ago = std::chrono::nanoseconds(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+          .count() -
+      static_cast<int64_t>(record.end_ns));
+  call.time = std::chrono::system_clock::now() -
+              std::chrono::duration_cast<std::chrono::system_clock::duration>(ago);
+  if (options_.resolve_stack) call.stack = options_.resolve_stack(record);
+  const SeriesKey caller{record.tgid, record.cgroup_id, call.thread};
+  aggregator_.on_slow_call(record.fn_id, caller, call);
+  const auto& slower_than = options_.slow.slower_than_ns;
+  if (!slower_than || record.duration_ns < *slower_than) return;
+  SlowCallReport shown{.threshold_ns = *slower_than, .call = std::move(call)};
+  if (options_.describe_function) {
+    std::tie(shown.symbol, shown.binary) = options_.describe_function(record.fn_id);
+  }
+  for (Sink* sink : sinks_) sink->write_slow_call(shown);
+}
+
+// Thresholds that changed go to the kernel, each in one write.
+Result<void> TraceSession::write_thresholds() {
+  for (const auto& [fn_id, slow_ns] : thresholds_.take_changes()) {
+    if (auto set = object_.set_slow_threshold(fn_id, slow_ns); !set) return set;
+  }
+  return {};
+}
+
 void TraceSession::emit(Report::Kind kind) {
   Report report =
       aggregator_.take_report(Report::Kind::kInterval, std::chrono::system_clock::now());
   forget_retired_series();
+  thresholds_.start_interval();
   for (Sink* sink : sinks_) sink->write(report);
   if (kind == Report::Kind::kTotal) {
     report.kind = Report::Kind::kTotal;
@@ -367,6 +410,11 @@ Result<StopReason> TraceSession::run() {
     if (call.fn_id < num_functions_) window_calls_[call.fn_id]++;
   });
   if (!reader) return std::unexpected(reader.error());
+  if (options_.slow.any()) {
+    auto added = (*reader)->add_slow_calls(
+        object_.slow_calls_fd(), [this](const fl_slow_call& record) { on_slow_call(record); });
+    if (!added) return std::unexpected(added.error());
+  }
   auto wakeups = open_wakeups((*reader)->epoll_fd());
   if (!wakeups) return std::unexpected(wakeups.error());
 
@@ -379,6 +427,7 @@ Result<StopReason> TraceSession::run() {
     if (auto drained = (*reader)->drain(); !drained) return std::unexpected(drained.error());
     auto due = run_due_tasks(Clock::now(), schedule, stop.has_value());
     if (!due) return std::unexpected(due.error());
+    if (auto written = write_thresholds(); !written) return std::unexpected(written.error());
     if (!stop) stop = *due;
   }
   return finish(**reader, *stop);

@@ -15,9 +15,12 @@
 #include "collect/aggregator.h"
 #include "collect/kernel_slots.h"
 #include "collect/mode_policy.h"
+#include "collect/slow_thresholds.h"
 #include "common/error.h"
 #include "output/sink.h"
 #include "probe/bpf_object.h"
+
+struct fl_slow_call;
 
 namespace funclatency {
 
@@ -39,6 +42,12 @@ struct SessionOptions {
   // returns their ids. An error ends the run.
   std::function<Result<std::vector<uint32_t>>()> attach_late;
   std::chrono::milliseconds late_attach_period{200};
+  // --slowest/--slower-than (the BPF object must be loaded with slow_calls).
+  SlowThresholdOptions slow;
+  // Unwinds and names a slow call's user stack; empty: calls without stacks.
+  std::function<std::vector<StackFrame>(const fl_slow_call&)> resolve_stack;
+  // The function a --slower-than line names: its symbol and binary.
+  std::function<std::pair<std::string, std::string>(uint32_t fn_id)> describe_function;
 };
 
 enum class StopReason { kSignal, kDuration, kProcessExited, kSinkBroken };
@@ -74,6 +83,8 @@ class TraceSession {
   Result<void> collect_kernel_series(MapReader& reader);
   void forget_retired_series();
   void apply_policy(double seconds);
+  void on_slow_call(const fl_slow_call& record);
+  Result<void> write_thresholds();
   void emit(Report::Kind kind);
   bool any_sink_broken() const;
 
@@ -94,6 +105,7 @@ class TraceSession {
   std::vector<uint64_t> window_calls_;
   std::vector<uint64_t> window_ringbuf_lost_;
   std::unique_ptr<ModePolicy> policy_;
+  SlowThresholds thresholds_;
 };
 
 }  // namespace funclatency

@@ -20,12 +20,16 @@ struct LostCounts {
   // --cpu-split: counted calls whose split is unknown (a context switch did
   // not reach the sched_switch program); not lost, so not in total().
   uint64_t split_unknown = 0;
+  // --slowest/--slower-than: calls over the threshold whose record (and
+  // stack) did not fit the ring buffer; counted calls, so not in total().
+  uint64_t slow_dropped = 0;
   uint64_t total() const { return unreturned + depth + ringbuf; }
   LostCounts& operator+=(const LostCounts& o) {
     unreturned += o.unreturned;
     depth += o.depth;
     ringbuf += o.ringbuf;
     split_unknown += o.split_unknown;
+    slow_dropped += o.slow_dropped;
     return *this;
   }
 };
@@ -51,6 +55,36 @@ struct SeriesLabels {
   bool any() const { return pid || comm || cgroup || other; }
 };
 
+// One frame of a slow call's user stack.
+struct StackFrame {
+  uint64_t address = 0;  // in the process: a return address, or the exit probe's ip first
+  std::string symbol;    // demangled function name; empty when unknown
+  uint64_t offset = 0;   // address minus the symbol's start (valid with a symbol)
+  std::string binary;    // path of the mapped file; empty when unknown ([anon], JIT)
+};
+
+// --slowest/--slower-than: one call with who made it and its stack; an
+// exemplar of the histogram it is counted in.
+struct SlowCall {
+  uint64_t duration_ns = 0;  // as counted in the histogram
+  // --cpu-split, when known: time switched out (on-CPU is the rest).
+  std::optional<uint64_t> runnable_ns;
+  std::optional<uint64_t> blocked_ns;
+  int pid = 0;
+  int tid = 0;
+  std::string thread;                          // the thread's name
+  std::chrono::system_clock::time_point time;  // when it returned
+  std::vector<StackFrame> stack;               // innermost first; empty when not unwound
+};
+
+// --slower-than: a call that just ended over the threshold, as it happens.
+struct SlowCallReport {
+  std::string symbol;  // the function, as the user reads it
+  std::string binary;
+  uint64_t threshold_ns = 0;
+  SlowCall call;
+};
+
 // One traced function (or, with --merge, one group of functions).
 struct FunctionReport {
   std::string symbol;  // as the user reads it (demangled)
@@ -66,6 +100,10 @@ struct FunctionReport {
   std::optional<CpuSplit> interval_split;
   std::optional<CpuSplit> total_split;
   SeriesLabels series;  // with --by: which part of the function's calls
+  // --slowest K: the K slowest calls of `interval` and of `total`, slowest
+  // first (fewer when fewer calls were over the threshold).
+  std::vector<SlowCall> interval_slowest;
+  std::vector<SlowCall> total_slowest;
 };
 
 struct Report {

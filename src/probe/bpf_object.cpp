@@ -23,8 +23,11 @@ namespace funclatency {
 // so clang's BPF target and g++ agree on every offset.
 static_assert(sizeof(fl_event) == 16);
 static_assert(sizeof(fl_fn_stats) == 4 * 8 + FL_NUM_BUCKETS * 8);
-static_assert(sizeof(fl_fn_lost) == 4 * 8);
-static_assert(sizeof(fl_fn_config) == 24);
+static_assert(sizeof(fl_fn_lost) == 5 * 8);
+static_assert(sizeof(fl_fn_config) == 32);
+static_assert(sizeof(fl_user_regs) == 8 * 8);
+static_assert(sizeof(fl_slow_call) ==
+              5 * 8 + 4 * 4 + 16 + sizeof(fl_user_regs) + 8 + FL_STACK_BYTES);
 static_assert(sizeof(fl_frame) == 24);
 static_assert(sizeof(fl_event_ext) == 64);
 static_assert(sizeof(fl_series_key) == 40);
@@ -37,6 +40,10 @@ static_assert(sizeof(fl_go_key) == 16);
 static_assert(sizeof(fl_go_stack) == 8 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
 
 namespace {
+
+// --slowest/--slower-than: room for ~120 slow calls with their 16 KB stacks
+// between two reads (a slow call wakes the reader at once).
+constexpr uint32_t kSlowCallsRingBytes = 2u << 20;
 
 // Kernel slots: at least one, at most one per function; 0 asks one per function.
 uint32_t slots_for(const LoadOptions& options) {
@@ -56,12 +63,14 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
   skeleton->rodata->split_stride = options.cpu_split ? slots : 0;
   skeleton->rodata->series_by = options.series_by;
   skeleton->rodata->cgroup_filters = static_cast<uint32_t>(options.cgroup_fds.size());
+  skeleton->rodata->slow_calls_on = options.slow_calls ? 1 : 0;
   const std::pair<bpf_map*, uint32_t> sizes[] = {
       {skeleton->maps.fn_lost, entries},
       {skeleton->maps.fn_config, entries},
       {skeleton->maps.fn_stats, slots * parts},
       {skeleton->maps.thread_switches, options.cpu_split ? FL_MAX_SPLIT_THREADS : 1},
       {skeleton->maps.events, options.ringbuf_bytes},
+      {skeleton->maps.slow_calls, options.slow_calls ? kSlowCallsRingBytes : 4096u},
       {skeleton->maps.series_stats, options.series_by ? options.max_series * parts : 1},
       {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
       {skeleton->maps.go_stacks, options.go_programs ? FL_GO_MAX_GOROUTINES : 1},
@@ -140,6 +149,8 @@ Result<void> BpfObject::configure_all() {
   options_.function_flags.resize(entries, 0);
   options_.function_subtract_ns.resize(entries, 0);
   options_.function_goid_offset.resize(entries, 0);
+  options_.function_slow_ns.resize(entries, options_.initial_slow_ns);
+  options_.function_mode.assign(entries, options_.initial_mode);
   std::vector<uint32_t> ids;
   std::vector<fl_fn_config> configs;
   for (uint32_t id = 0; id < entries; id++) {
@@ -187,6 +198,9 @@ int BpfObject::fn_config_fd() const {
 int BpfObject::events_fd() const {
   return bpf_map__fd(skeleton_->maps.events);
 }
+int BpfObject::slow_calls_fd() const {
+  return bpf_map__fd(skeleton_->maps.slow_calls);
+}
 int BpfObject::series_stats_fd() const {
   return bpf_map__fd(skeleton_->maps.series_stats);
 }
@@ -201,6 +215,7 @@ fl_fn_config BpfObject::config_of(uint32_t fn_id, uint32_t mode) const {
   config.subtract_ns = options_.function_subtract_ns[fn_id];
   config.goid_offset = options_.function_goid_offset[fn_id];
   config.slot = options_.function_slot[fn_id];
+  config.slow_ns = options_.slow_calls ? options_.function_slow_ns[fn_id] : FL_NO_THRESHOLD;
   return config;
 }
 
@@ -226,7 +241,20 @@ uint64_t BpfObject::locked_memory() const {
   return total;
 }
 
+Result<void> BpfObject::set_slow_threshold(uint32_t fn_id, uint64_t slow_ns) {
+  if (fn_id >= options_.num_functions) {
+    return runtime_error(
+        fmt::format("set the slow-call threshold of function {}: out of range", fn_id));
+  }
+  options_.function_slow_ns[fn_id] = slow_ns;
+  return set_mode(fn_id, options_.function_mode[fn_id]);
+}
+
 Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {
+  if (fn_id >= options_.num_functions) {
+    return runtime_error(fmt::format("set the mode of function {}: out of range", fn_id));
+  }
+  options_.function_mode[fn_id] = mode;
   fl_fn_config config = config_of(fn_id, mode);
   if (bpf_map_update_elem(fn_config_fd(), &fn_id, &config, BPF_ANY) < 0) {
     return runtime_error(fmt::format("set aggregation mode of function {}", fn_id), errno);

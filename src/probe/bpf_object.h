@@ -41,6 +41,13 @@ struct LoadOptions {
   uint32_t kernel_slots = 0;
   // -c/--cgroup: open directory fds of the cgroups to trace (borrowed).
   std::vector<int> cgroup_fds;
+  // --slowest/--slower-than: calls at least a function's threshold long go
+  // out with their stacks on the slow_calls ring; every function starts at
+  // initial_slow_ns (FL_NO_THRESHOLD: none until set).
+  bool slow_calls = false;
+  uint64_t initial_slow_ns = UINT64_MAX;
+  std::vector<uint64_t> function_slow_ns;  // set by load
+  std::vector<uint32_t> function_mode;     // enum fl_mode by function; set by load
 };
 
 class BpfObject {
@@ -60,6 +67,7 @@ class BpfObject {
   int fn_lost_fd() const;
   int fn_config_fd() const;
   int events_fd() const;
+  int slow_calls_fd() const;
   int series_stats_fd() const;
   // --by in kernel mode: series folded into `other` so far (bounded count).
   uint64_t series_folded() const;
@@ -76,6 +84,9 @@ class BpfObject {
   Result<void> set_mode(uint32_t fn_id, uint32_t mode);
   // The same, giving the function kernel slot `slot` (FL_NO_SLOT: none).
   Result<void> set_mode(uint32_t fn_id, uint32_t mode, uint32_t slot);
+  // --slowest/--slower-than: a call of fn_id at least slow_ns long (after the
+  // probe cost) goes out with its stack from its next return on.
+  Result<void> set_slow_threshold(uint32_t fn_id, uint64_t slow_ns);
   // Sets up a function id the maps were sized for but no probe used yet (a
   // library the process loads later): its flags, probe cost and mode. Call it
   // before the function's probes attach.
