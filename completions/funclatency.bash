@@ -41,7 +41,7 @@ _funclatency() {
     --mode --auto-threshold --exit-probes --json -v --verbose -l --list
     -r --regex --merge --max-functions --wait-for-library --late-functions
     --calibrate --subtract-overhead --cpu-split --by --max-series -c --cgroup
-    --kernel-slots
+    --kernel-slots --slowest --slower-than
     --prometheus --prometheus-prefix --web-config --otlp --otlp-protocol
     --otlp-histogram --otlp-temporality --otlp-pid-attribute --user"
 

@@ -32,6 +32,10 @@ const volatile __u32 cgroup_filters = 0;
 /* --slowest/--slower-than: calls over their function's slow_ns send an
  * fl_slow_call with the top of their stack; 0 leaves that code out. */
 const volatile __u32 slow_calls_on = 0;
+/* --slowest K (0 with --slower-than: every call over it is sent). */
+const volatile __u32 slowest_k = 0;
+/* --slowest: the interval; user space counts it up to start the floors over. */
+__u64 slow_gen = 0;
 
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -70,10 +74,11 @@ struct {
   __type(value, struct fl_fn_config);
 } fn_config SEC(".maps");
 
-/* --by in kernel mode: per-CPU totals by series (sized to --max-series,
- * allocated as series appear). */
+/* --by in kernel mode: totals by series (sized to --max-series, allocated
+ * as series appear), one value shared by every CPU (record_in_kernel adds
+ * atomically): a series' memory does not grow with the CPU count. */
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(type, BPF_MAP_TYPE_HASH);
   __uint(map_flags, BPF_F_NO_PREALLOC);
   __uint(max_entries, 1);
   __type(key, struct fl_series_key);
@@ -109,6 +114,14 @@ struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 4096);
 } slow_calls SEC(".maps");
+
+/* --slowest: each function's floor (one entry when unused). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct fl_slow_floor);
+} slow_floors SEC(".maps");
 
 /* Wake the reader early once the ring is this full; otherwise it polls. */
 #define FL_WAKEUP_THRESHOLD (512 << 10)
@@ -488,6 +501,38 @@ static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, _
   bpf_ringbuf_submit(slow, BPF_RB_FORCE_WAKEUP);
 }
 
+/* --slowest: false when the call is under the function's floor (not among
+ * the interval's K slowest); otherwise counts it as sent and raises the
+ * floor. Races between CPUs only lower the floor: each value read is a
+ * duration sent this interval, from K distinct entries. */
+static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns) {
+  __u32 k = slowest_k;
+  if (k == 0 || k > FL_MAX_SLOWEST) return true;
+  struct fl_slow_floor* floor = bpf_map_lookup_elem(&slow_floors, &fn_id);
+  if (!floor) return true;
+  __u64 gen = slow_gen;
+  if (floor->gen != gen) {
+    floor->gen = gen;
+    floor->sent = 0;
+    floor->floor_ns = 0;
+  }
+  if (duration_ns < floor->floor_ns) return false;
+  __u64 sent = __sync_fetch_and_add(&floor->sent, 1);
+  __u32 index = (__u32)(sent % k);
+  /* The compiler knows index < k <= FL_MAX_SLOWEST; the verifier must see it. */
+  asm volatile("" : "+r"(index));
+  if (index >= FL_MAX_SLOWEST) return true;
+  floor->durations[index] = duration_ns;
+  if (sent + 1 < k) return true;
+  __u64 smallest = duration_ns;
+  for (__u32 i = 0; i < FL_MAX_SLOWEST; i++) {
+    if (i >= k) break;
+    if (floor->durations[i] < smallest) smallest = floor->durations[i];
+  }
+  if (smallest > floor->floor_ns) floor->floor_ns = smallest;
+  return true;
+}
+
 /* Takes the probes' own cost off a completed call and records it (and its
  * split, when there is one) the way its function is aggregated right now;
  * a call over the function's threshold also goes out with its stack.
@@ -498,7 +543,8 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
   if (config && config->subtract_ns) {
     duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
   }
-  if (slow_calls_on && config && duration_ns >= config->slow_ns)
+  if (slow_calls_on && config && duration_ns >= config->slow_ns &&
+      over_slow_floor(fn_id, duration_ns))
     record_slow_call(ctx, fn_id, duration_ns, split, exit_flags);
   /* Kernel mode needs a slot; a function without one stays in events mode. */
   bool in_kernel = config && config->mode == FL_MODE_KERNEL && config->slot != FL_NO_SLOT;

@@ -212,6 +212,22 @@ struct fl_fn_config {
  * binaries' .eh_frame, as perf --call-graph dwarf does. */
 #define FL_STACK_BYTES 16384
 
+/* --slowest K: K at most. */
+#define FL_MAX_SLOWEST 100
+
+/* --slowest K: the kernel's own bound on a function's threshold, so a burst
+ * of calls is not sent while user space has yet to raise it. The K records
+ * sent last are K calls of this interval, so the smallest of them is at most
+ * the interval's K-th slowest: a call under it is not among the K slowest.
+ * `gen` is the interval (the global slow_gen) the entry is about; a new one
+ * starts over. Written by the probes only. */
+struct fl_slow_floor {
+  __u64 gen;
+  __u64 sent;      /* records sent this interval */
+  __u64 floor_ns;  /* the smallest of the last K sent (once K were sent) */
+  __u64 durations[FL_MAX_SLOWEST]; /* the last K sent, round robin */
+};
+
 /* The registers an unwinder starts from: the instruction and stack
  * pointers, and the registers a callee preserves (CFI may restore any). */
 struct fl_user_regs {

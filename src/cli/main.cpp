@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -36,6 +39,7 @@
 #include "probe/library_watch.h"
 #include "probe/uprobe_links.h"
 #include "report/report_commands.h"
+#include "stacks/stack_resolver.h"
 #include "symbols/elf_symbol_resolver.h"
 #include "symbols/target_spec.h"
 
@@ -226,6 +230,7 @@ Result<Sinks> open_sinks(const Config& config, const PrometheusCliValues& promet
     sinks.add(std::make_unique<JsonSink>(stdout), false);
   } else {
     ConsoleOptions console{config.unit_name, config.timestamp, config.interval.count() > 0};
+    console.slow_call_stacks = config.verbose;  // --slower-than lines with their stacks
     sinks.add(std::make_unique<ConsoleSink>(stdout, console), false);
   }
   auto prometheus = load_prometheus_sink(prometheus_values);
@@ -298,6 +303,31 @@ std::pair<std::string, std::string> function_name(const TracingProbes& probes, u
   return {fmt::format("function {}", fn_id), std::string()};
 }
 
+// --slowest/--slower-than: a slow call's copied stack, unwound and named.
+// The state of processes that exited goes (checked at most once a second).
+std::function<std::vector<StackFrame>(const fl_slow_call&)> stack_unwinding(
+    StackResolver& resolver) {
+  auto last_check = std::chrono::steady_clock::now();
+  return [&resolver, last_check](const fl_slow_call& record) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_check >= std::chrono::seconds(1)) {
+      last_check = now;
+      for (int pid : resolver.known_processes()) {
+        if (kill(pid, 0) < 0 && errno == ESRCH) resolver.forget_process(pid);
+      }
+    }
+    StackSample sample{
+        .pid = static_cast<int>(record.tgid),
+        .tid = static_cast<int>(record.tid),
+        .regs = record.regs,
+        .stack = {record.stack, std::min<size_t>(record.stack_bytes, sizeof(record.stack))},
+        .at_ret = (record.flags & FL_SLOW_AT_RET) != 0};
+    // Kept permitted after attach for this only (drop_privileges).
+    RaisedCapabilities raised;
+    return resolver.resolve(sample);
+  };
+}
+
 // -c/--cgroup: each directory, opened for the kernel's cgroup filter.
 Result<std::vector<UniqueFd>> open_cgroups(const Config& config) {
   std::vector<UniqueFd> fds;
@@ -319,6 +349,7 @@ Result<UniqueFd> open_stop_signalfd() {
 Result<void> run(const Config& config, const PrometheusCliValues& prometheus_values,
                  const OtlpCliValues& otlp_values, const PrivilegeCliValues& privilege_values) {
   const Messages messages{config.verbose};
+  start_uprobe_warmup();  // the kernel's first-uprobe wait, while we read and load (uprobe_multi.h)
   auto user = lookup_user(privilege_values);
   if (!user) return std::unexpected(user.error());
   // Kept to the end of the run: a library loaded later is resolved and
@@ -348,7 +379,8 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
   // Attached: from here on only the descriptors held are needed.
   auto dropped = drop_privileges(
       *user,
-      late.waiting() ? late_attach_capabilities(probes->method == AttachMethod::kPerfEvent) : 0);
+      (late.waiting() ? late_attach_capabilities(probes->method == AttachMethod::kPerfEvent) : 0) |
+          (slow_threshold_options(config).any() ? stack_unwinding_capabilities() : 0));
   if (!dropped) return std::unexpected(dropped.error());
 
   SessionOptions options = session_options(config);
@@ -357,6 +389,8 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
   options.live_sinks = sinks->live;
   options.attach_late = late.callback();
   options.describe_function = [&probes](uint32_t fn_id) { return function_name(*probes, fn_id); };
+  StackResolver stacks;
+  if (options.slow.any()) options.resolve_stack = stack_unwinding(stacks);
   TraceSession session(*probes->object, aggregator, sinks->all(), std::move(options),
                        stop_fd->get(), [&probes] { probes->links.detach_all(); });
   std::fputs(start_banner(config, probes->links.sites(), late.pending()).c_str(), stderr);

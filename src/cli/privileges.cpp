@@ -202,6 +202,10 @@ CapabilityMask late_attach_capabilities(bool perf_event_fallback) {
   return needed;
 }
 
+CapabilityMask stack_unwinding_capabilities() {
+  return bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH);
+}
+
 Result<ThreadCapabilities> current_capabilities() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};

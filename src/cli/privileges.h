@@ -50,6 +50,11 @@ using CapabilityMask = uint64_t;
 // CAP_PERFMON, CAP_BPF and CAP_SYS_ADMIN.
 CapabilityMask late_attach_capabilities(bool perf_event_fallback);
 
+// What naming a slow call's stack needs (--slowest, --slower-than): reading
+// the process's /proc/PID/maps (CAP_SYS_PTRACE: a process with capabilities
+// of its own, another user's) and its binaries (CAP_DAC_READ_SEARCH).
+CapabilityMask stack_unwinding_capabilities();
+
 // Switches to `user` (when given), then leaves every thread of the process
 // with no capability at all, except the calling thread's permitted set,
 // which keeps `keep` (intersected with what it has). Call it on the thread

@@ -63,6 +63,7 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   const SlowThresholdOptions slow = slow_threshold_options(config);
   load.slow_calls = slow.any();
   load.initial_slow_ns = SlowThresholds(0, slow).initial();
+  load.slowest_floor_k = slow.slower_than_ns ? 0 : static_cast<uint32_t>(slow.slowest);
   for (const auto& plan : targets.plans) {
     load.function_flags.push_back(plan.fn_flags);
     load.function_subtract_ns.push_back(calibration ? calibration->for_plan(plan) : 0);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "collect/event_reader.h"
@@ -227,10 +228,33 @@ void TraceSession::apply_policy(double seconds) {
   }
 }
 
-// A call over its function's threshold: it may raise the threshold, joins
-// its report's slowest calls, and with --slower-than is shown as it ends.
+// A call over its function's threshold, as the ring delivers it: it may
+// raise the threshold at once (calls no longer among the slowest stop taking
+// room in the ring; a failed write leaves the kernel a lower threshold: more
+// records, never a missed call). Unwinding waits for the end of the drain.
 void TraceSession::on_slow_call(const fl_slow_call& record) {
   thresholds_.observe(record.fn_id, record.duration_ns);
+  (void)write_thresholds();
+  auto copy = std::make_unique<fl_slow_call>();
+  std::memcpy(copy.get(), &record,
+              offsetof(fl_slow_call, stack) + std::min<size_t>(record.stack_bytes, FL_STACK_BYTES));
+  pending_slow_.push_back(std::move(copy));
+}
+
+// The drained slow calls still among the slowest (or over --slower-than):
+// unwound, added to their reports, shown.
+void TraceSession::process_slow_calls() {
+  for (const auto& record : pending_slow_) {
+    const bool shown =
+        options_.slow.slower_than_ns && record->duration_ns >= *options_.slow.slower_than_ns;
+    if (shown || record->duration_ns >= thresholds_.threshold(record->fn_id)) {
+      add_slow_call(*record);
+    }
+  }
+  pending_slow_.clear();
+}
+
+void TraceSession::add_slow_call(const fl_slow_call& record) {
   SlowCall call;
   call.duration_ns = record.duration_ns;
   if (record.flags & FL_EVENT_SPLIT) {
@@ -272,6 +296,7 @@ void TraceSession::emit(Report::Kind kind) {
       aggregator_.take_report(Report::Kind::kInterval, std::chrono::system_clock::now());
   forget_retired_series();
   thresholds_.start_interval();
+  if (options_.slow.any()) object_.start_slow_interval();
   for (Sink* sink : sinks_) sink->write(report);
   if (kind == Report::Kind::kTotal) {
     report.kind = Report::Kind::kTotal;
@@ -398,6 +423,7 @@ Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) 
   // Detach first so no call completes after the final read.
   if (detach_) detach_();
   if (auto drained = reader.drain(); !drained) return std::unexpected(drained.error());
+  process_slow_calls();
   if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
   if (!any_sink_broken()) emit(Report::Kind::kTotal);
   for (Sink* sink : sinks_) sink->close();
@@ -425,6 +451,7 @@ Result<StopReason> TraceSession::run() {
     if (!woken) return std::unexpected(woken.error());
     stop = *woken;
     if (auto drained = (*reader)->drain(); !drained) return std::unexpected(drained.error());
+    process_slow_calls();
     auto due = run_due_tasks(Clock::now(), schedule, stop.has_value());
     if (!due) return std::unexpected(due.error());
     if (auto written = write_thresholds(); !written) return std::unexpected(written.error());

@@ -84,6 +84,8 @@ class TraceSession {
   void forget_retired_series();
   void apply_policy(double seconds);
   void on_slow_call(const fl_slow_call& record);
+  void process_slow_calls();
+  void add_slow_call(const fl_slow_call& record);
   Result<void> write_thresholds();
   void emit(Report::Kind kind);
   bool any_sink_broken() const;
@@ -106,6 +108,7 @@ class TraceSession {
   std::vector<uint64_t> window_ringbuf_lost_;
   std::unique_ptr<ModePolicy> policy_;
   SlowThresholds thresholds_;
+  std::vector<std::unique_ptr<fl_slow_call>> pending_slow_;  // drained, not yet unwound
 };
 
 }  // namespace funclatency

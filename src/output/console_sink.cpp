@@ -1,3 +1,5 @@
+// The console sink's text: histograms, summaries, series headers and slow
+// calls, each a pure function of a report so tests can pin the exact output.
 #include "output/console_sink.h"
 
 #include <fmt/chrono.h>
@@ -31,7 +33,80 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+// A slow call's wall-clock time in local time, to the microsecond.
+std::string local_time_of_day(std::chrono::system_clock::time_point time) {
+  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch());
+  auto seconds = std::chrono::floor<std::chrono::seconds>(micros);
+  auto local = fmt::localtime(static_cast<std::time_t>(seconds.count()));
+  return fmt::format("{:%H:%M:%S}.{:06d}", local, (micros - seconds).count());
+}
+
+// "pid 1234  tid 1240 (worker)": who made a call.
+std::string caller_of(const SlowCall& call) {
+  std::string text = fmt::format("pid {}  tid {}", call.pid, call.tid);
+  if (!call.thread.empty()) text += " (" + printable(call.thread) + ")";
+  return text;
+}
+
+// --cpu-split: "  on-CPU 1.2ms  runnable 100.0us  blocked 11.0ms", where the
+// call's wall time went; nothing when the split of the call is unknown.
+std::string cpu_parts_of(const SlowCall& call) {
+  if (!call.runnable_ns && !call.blocked_ns) return {};
+  const uint64_t runnable = call.runnable_ns.value_or(0);
+  const uint64_t blocked = call.blocked_ns.value_or(0);
+  const uint64_t switched_out = runnable + blocked;
+  const uint64_t oncpu = call.duration_ns > switched_out ? call.duration_ns - switched_out : 0;
+  return fmt::format("  on-CPU {}  runnable {}  blocked {}", format_duration(oncpu),
+                     format_duration(runnable), format_duration(blocked));
+}
+
+// A stack, a frame per line after `indent`, at most kMaxConsoleFrames.
+std::string format_stack(const std::vector<StackFrame>& stack, std::string_view indent) {
+  std::string out;
+  const size_t shown = std::min(stack.size(), kMaxConsoleFrames);
+  for (size_t i = 0; i < shown; i++) {
+    out += fmt::format("{}{}\n", indent, format_stack_frame(stack[i]));
+  }
+  if (stack.size() > shown) {
+    const size_t more = stack.size() - shown;
+    out += fmt::format("{}... {} more frame{}\n", indent, more, more == 1 ? "" : "s");
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string format_stack_frame(const StackFrame& frame) {
+  std::string text = frame.symbol.empty()
+                         ? fmt::format("0x{:x}", frame.address)
+                         : fmt::format("{}+0x{:x}", printable(frame.symbol), frame.offset);
+  if (!frame.binary.empty()) text += " (" + printable(frame.binary) + ")";
+  return text;
+}
+
+std::string format_slow_call_line(const SlowCall& call) {
+  return fmt::format("{}  {}  at {}{}", format_duration(call.duration_ns), caller_of(call),
+                     local_time_of_day(call.time), cpu_parts_of(call));
+}
+
+std::string format_slowest(const std::vector<SlowCall>& calls) {
+  if (calls.empty()) return {};
+  std::string out = "slowest:\n";
+  for (const SlowCall& call : calls) {
+    out += "  " + format_slow_call_line(call) + "\n";
+    out += format_stack(call.stack, "    ");
+  }
+  return out;
+}
+
+std::string format_slow_call(const SlowCallReport& slow, bool with_stack) {
+  const SlowCall& call = slow.call;
+  std::string out =
+      fmt::format("{}  {}  {}  {}{}\n", local_time_of_day(call.time), printable(slow.symbol),
+                  format_duration(call.duration_ns), caller_of(call), cpu_parts_of(call));
+  if (with_stack) out += format_stack(call.stack, "    ");
+  return out;
+}
 
 std::string format_duration(uint64_t ns) {
   if (ns < 1000) return fmt::format("{}ns", ns);
@@ -148,6 +223,7 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
     out += format_summary(h, lost);
     const auto& split = total ? function.total_split : function.interval_split;
     if (split) out += format_cpu_split(*split, h, lost.split_unknown);
+    out += format_slowest(total ? function.total_slowest : function.interval_slowest);
     out += "\n";
   }
   return out;
@@ -156,7 +232,15 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
 void ConsoleSink::write(const Report& report) {
   if (broken_) return;
   if (report.kind == Report::Kind::kTotal && !options_.print_total) return;
-  std::string text = format_report(report, options_);
+  print(format_report(report, options_));
+}
+
+void ConsoleSink::write_slow_call(const SlowCallReport& slow) {
+  print(format_slow_call(slow, options_.slow_call_stacks));
+}
+
+void ConsoleSink::print(const std::string& text) {
+  if (broken_) return;
   if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0) {
     // Most often EPIPE: the reader (e.g. `| head`) went away.
     broken_ = true;

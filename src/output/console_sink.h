@@ -1,10 +1,15 @@
 // The classic funclatency console output: per function a header, the log2
 // histogram in the display unit, and a summary line with percentiles. With
 // --by the header names the series too: "slow_op  pid 1234 (target-app): 240 calls".
+// With --slowest K a "slowest:" block follows each function's summary: the K
+// slowest calls of what the histogram shows, who made them, and their stacks.
+// With --slower-than, write_slow_call prints a line per slow call as it ends
+// (like BCC's funcslower), its stack below it only when asked (-v).
 #pragma once
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "output/sink.h"
 
@@ -14,15 +19,21 @@ struct ConsoleOptions {
   std::string unit_name = "usec";  // "usec", "msec" or "nsec"
   bool timestamp = false;          // -T: a time line before each interval
   bool print_total = false;        // a totals section at exit (when there were intervals)
+  // --slower-than: print each slow call's stack under its line (set from
+  // -v); the --slowest block always shows stacks.
+  bool slow_call_stacks = false;
 };
 
 class ConsoleSink : public Sink {
  public:
   ConsoleSink(std::FILE* out, ConsoleOptions options) : out_(out), options_(std::move(options)) {}
   void write(const Report& report) override;
+  void write_slow_call(const SlowCallReport& slow) override;
   bool broken() const override { return broken_; }
 
  private:
+  void print(const std::string& text);
+
   std::FILE* out_;
   ConsoleOptions options_;
   bool broken_ = false;
@@ -40,6 +51,22 @@ std::string format_duration(uint64_t ns);
 // "cgroup /kubepods/... (container 3f2a1b2c3d4e, pod <uid>)", or for the
 // series over --max-series "other (N series folded over --max-series)".
 std::string format_series(const SeriesLabels& series, uint64_t series_folded);
+// At most this many frames of a stack are printed; "... N more frames" says
+// how many were left out.
+inline constexpr size_t kMaxConsoleFrames = 16;
+// One frame: "symbol+0x1a (/usr/bin/app)", "0x7f12... (/usr/lib/libc.so.6)"
+// without a symbol, "0x7f12..." when nothing is known.
+std::string format_stack_frame(const StackFrame& frame);
+// One slow call, without its stack: "12.30ms  pid 1234  tid 1240 (worker)
+// at 14:03:07.123456" in local time, and with --cpu-split's parts "  on-CPU
+// 1.2ms  runnable 100.0us  blocked 11.0ms".
+std::string format_slow_call_line(const SlowCall& call);
+// --slowest: "slowest:" and per call its line and its stack indented below
+// it; nothing when `calls` is empty.
+std::string format_slowest(const std::vector<SlowCall>& calls);
+// --slower-than: "14:03:07.123456  slow_op  12.30ms  pid 1234  tid 1240
+// (worker)" and the parts, then the stack when `with_stack`.
+std::string format_slow_call(const SlowCallReport& slow, bool with_stack);
 std::string format_report(const Report& report, const ConsoleOptions& options);
 
 }  // namespace funclatency

@@ -1,3 +1,5 @@
+// The JSON lines sink: each record a pure function of a report (see
+// json_sink.h for the fields), printed one object per line.
 #include "output/json_sink.h"
 
 #include <fmt/chrono.h>
@@ -43,7 +45,53 @@ nlohmann::json histogram_to_json(const LatencyHistogram& h) {
   };
 }
 
+uint64_t unix_nanos(std::chrono::system_clock::time_point time) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
+  return ns < 0 ? 0 : static_cast<uint64_t>(ns);
+}
+
+nlohmann::json frame_to_json(const StackFrame& frame) {
+  nlohmann::json object = {{"address", fmt::format("0x{:x}", frame.address)}};
+  if (!frame.symbol.empty()) {
+    object["symbol"] = to_valid_utf8(frame.symbol);
+    object["offset"] = frame.offset;
+  }
+  if (!frame.binary.empty()) object["binary"] = to_valid_utf8(frame.binary);
+  return object;
+}
+
 }  // namespace
+
+nlohmann::json slow_call_to_json(const SlowCall& call) {
+  nlohmann::json object = {
+      {"duration_ns", call.duration_ns},
+      {"pid", call.pid},
+      {"tid", call.tid},
+      {"thread", to_valid_utf8(call.thread)},
+      {"time_unix_nano", unix_nanos(call.time)},
+  };
+  if (call.runnable_ns) object["runnable_ns"] = *call.runnable_ns;
+  if (call.blocked_ns) object["blocked_ns"] = *call.blocked_ns;
+  if (!call.stack.empty()) {
+    nlohmann::json stack = nlohmann::json::array();
+    for (const StackFrame& frame : call.stack) stack.push_back(frame_to_json(frame));
+    object["stack"] = std::move(stack);
+  }
+  return object;
+}
+
+nlohmann::json slow_call_report_to_json(const SlowCallReport& slow) {
+  // Named as in the records (symbol, binary, time), then the exemplar's fields.
+  nlohmann::json object = {
+      {"type", "slow_call"},
+      {"time", format_rfc3339(slow.call.time)},
+      {"symbol", to_valid_utf8(slow.symbol)},
+      {"binary", to_valid_utf8(slow.binary)},
+      {"threshold_ns", slow.threshold_ns},
+  };
+  object.update(slow_call_to_json(slow.call));
+  return object;
+}
 
 std::string format_rfc3339(std::chrono::system_clock::time_point time) {
   auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch());
@@ -91,6 +139,14 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
   if (function.series.other) record["series"] = "other";
   if (report.series_folded) record["series_folded"] = report.series_folded;
   if (report.kernel_memory_bytes) record["kernel_memory_bytes"] = report.kernel_memory_bytes;
+  // --slowest: the calls of the histogram above, slowest first.
+  const auto& slowest = total ? function.total_slowest : function.interval_slowest;
+  if (!slowest.empty()) {
+    nlohmann::json exemplars = nlohmann::json::array();
+    for (const SlowCall& call : slowest) exemplars.push_back(slow_call_to_json(call));
+    record["exemplars"] = std::move(exemplars);
+  }
+  if (!slowest.empty() || lost.slow_dropped) record["slow_dropped"] = lost.slow_dropped;
   return record;
 }
 
@@ -101,6 +157,15 @@ void JsonSink::write(const Report& report) {
     text += function_to_json(report, function).dump();
     text += '\n';
   }
+  print(text);
+}
+
+void JsonSink::write_slow_call(const SlowCallReport& slow) {
+  print(slow_call_report_to_json(slow).dump() + '\n');
+}
+
+void JsonSink::print(const std::string& text) {
+  if (broken_) return;
   if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0) {
     broken_ = true;
   }

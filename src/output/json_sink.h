@@ -6,6 +6,19 @@
 // "container_id" and "pod_uid" where set, "series":"other" for the calls
 // folded over --max-series, and "series_folded" (how many series were, so
 // far) once any was.
+//
+// --slowest K: "exemplars", the record's slowest calls (of the interval in an
+// "interval" record, of the run in a "total" one), slowest first: duration_ns,
+// pid, tid, thread, time_unix_nano, with --cpu-split runnable_ns and
+// blocked_ns where known, and "stack" (innermost first) of {address ("0x..."),
+// symbol, offset, binary}, each field only where known. "slow_dropped" counts
+// the slow calls whose record did not fit the ring buffer (set when non-zero
+// or when the record has exemplars). Durations are in ns like every other
+// field of a record, so there is no value in a display unit.
+//
+// --slower-than: a {"type":"slow_call", "time", "symbol", "binary",
+// "threshold_ns", ...the exemplar's fields} line per call as it ends.
+// `funclatency report`/`diff` skip record types they do not know.
 #pragma once
 
 #include <cstdio>
@@ -20,15 +33,21 @@ class JsonSink : public Sink {
  public:
   explicit JsonSink(std::FILE* out) : out_(out) {}
   void write(const Report& report) override;
+  void write_slow_call(const SlowCallReport& slow) override;
   bool broken() const override { return broken_; }
 
  private:
+  void print(const std::string& text);
+
   std::FILE* out_;
   bool broken_ = false;
 };
 
 // Pure conversion, for tests and for the sink.
 nlohmann::json function_to_json(const Report& report, const FunctionReport& function);
+// One exemplar object, as in "exemplars" and in a slow_call line.
+nlohmann::json slow_call_to_json(const SlowCall& call);
+nlohmann::json slow_call_report_to_json(const SlowCallReport& slow);
 std::string format_rfc3339(std::chrono::system_clock::time_point time);
 
 }  // namespace funclatency

@@ -26,6 +26,7 @@ static_assert(sizeof(fl_fn_stats) == 4 * 8 + FL_NUM_BUCKETS * 8);
 static_assert(sizeof(fl_fn_lost) == 5 * 8);
 static_assert(sizeof(fl_fn_config) == 32);
 static_assert(sizeof(fl_user_regs) == 8 * 8);
+static_assert(sizeof(fl_slow_floor) == 3 * 8 + FL_MAX_SLOWEST * 8);
 static_assert(sizeof(fl_slow_call) ==
               5 * 8 + 4 * 4 + 16 + sizeof(fl_user_regs) + 8 + FL_STACK_BYTES);
 static_assert(sizeof(fl_frame) == 24);
@@ -64,6 +65,7 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
   skeleton->rodata->series_by = options.series_by;
   skeleton->rodata->cgroup_filters = static_cast<uint32_t>(options.cgroup_fds.size());
   skeleton->rodata->slow_calls_on = options.slow_calls ? 1 : 0;
+  skeleton->rodata->slowest_k = options.slow_calls ? options.slowest_floor_k : 0;
   const std::pair<bpf_map*, uint32_t> sizes[] = {
       {skeleton->maps.fn_lost, entries},
       {skeleton->maps.fn_config, entries},
@@ -71,6 +73,7 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
       {skeleton->maps.thread_switches, options.cpu_split ? FL_MAX_SPLIT_THREADS : 1},
       {skeleton->maps.events, options.ringbuf_bytes},
       {skeleton->maps.slow_calls, options.slow_calls ? kSlowCallsRingBytes : 4096u},
+      {skeleton->maps.slow_floors, options.slow_calls && options.slowest_floor_k ? entries : 1},
       {skeleton->maps.series_stats, options.series_by ? options.max_series * parts : 1},
       {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
       {skeleton->maps.go_stacks, options.go_programs ? FL_GO_MAX_GOROUTINES : 1},
@@ -198,6 +201,10 @@ int BpfObject::fn_config_fd() const {
 int BpfObject::events_fd() const {
   return bpf_map__fd(skeleton_->maps.events);
 }
+void BpfObject::start_slow_interval() {
+  __atomic_fetch_add(&skeleton_->bss->slow_gen, 1, __ATOMIC_RELAXED);
+}
+
 int BpfObject::slow_calls_fd() const {
   return bpf_map__fd(skeleton_->maps.slow_calls);
 }

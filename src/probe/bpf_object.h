@@ -46,6 +46,9 @@ struct LoadOptions {
   // initial_slow_ns (FL_NO_THRESHOLD: none until set).
   bool slow_calls = false;
   uint64_t initial_slow_ns = UINT64_MAX;
+  // --slowest K: the probes also keep a floor of their own per function
+  // (fl_slow_floor); 0 with --slower-than, whose every call is sent.
+  uint32_t slowest_floor_k = 0;
   std::vector<uint64_t> function_slow_ns;  // set by load
   std::vector<uint32_t> function_mode;     // enum fl_mode by function; set by load
 };
@@ -87,6 +90,8 @@ class BpfObject {
   // --slowest/--slower-than: a call of fn_id at least slow_ns long (after the
   // probe cost) goes out with its stack from its next return on.
   Result<void> set_slow_threshold(uint32_t fn_id, uint64_t slow_ns);
+  // --slowest: a new interval; the probes' floors start over.
+  void start_slow_interval();
   // Sets up a function id the maps were sized for but no probe used yet (a
   // library the process loads later): its flags, probe cost and mode. Call it
   // before the function's probes attach.

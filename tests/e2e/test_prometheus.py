@@ -37,9 +37,10 @@ def http_get(url, headers=None, timeout=5.0):
 class PrometheusServer:
     """Debian's prometheus in the foreground: temporary config and storage,
     listening on 127.0.0.1, scraping one target every second. `job` adds
-    lines to the scrape job (indented as its fields: scheme, tls_config...)."""
+    lines to the scrape job (indented as its fields: scheme, tls_config...);
+    `flags` more command-line flags (--enable-feature=...)."""
 
-    def __init__(self, procs, tmp_path: Path, target: str, job: str = ""):
+    def __init__(self, procs, tmp_path: Path, target: str, job: str = "", flags=()):
         binary = shutil.which("prometheus")
         if binary is None:
             pytest.fail("prometheus is not installed: run scripts/setup")
@@ -52,7 +53,7 @@ class PrometheusServer:
             f"    static_configs:\n      - targets: ['{target}']\n")
         self.process = procs.spawn([
             binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"])
+            f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn", *flags])
         if not wait_until(self._ready, PROMETHEUS_READY_TIMEOUT, interval=0.2):
             pytest.fail(f"prometheus not ready within {PROMETHEUS_READY_TIMEOUT}s\n"
                         f"{self.process.describe()}")

@@ -1,3 +1,5 @@
+// Report -> OTLP request (see otlp_convert.h): the protobuf messages are the
+// generated classes of proto/, filled here and nowhere else.
 #include "output/otlp/otlp_convert.h"
 
 #include <limits.h>
@@ -5,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 #include <tuple>
@@ -102,6 +105,45 @@ void fill_summary(Point* point, const LatencyHistogram& histogram) {
   }
 }
 
+std::string stacktrace_of(const std::vector<StackFrame>& stack) {
+  std::string text;
+  const size_t shown = std::min(stack.size(), kMaxExemplarFrames);
+  for (size_t i = 0; i < shown; i++) {
+    const StackFrame& frame = stack[i];
+    if (!text.empty()) text += '\n';
+    char hex[24];
+    if (frame.symbol.empty()) {
+      std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(frame.address));
+      text += hex;
+    } else {
+      std::snprintf(hex, sizeof hex, "+0x%llx", static_cast<unsigned long long>(frame.offset));
+      text += frame.symbol + hex;
+    }
+    if (!frame.binary.empty()) text += " (" + frame.binary + ")";
+  }
+  if (stack.size() > shown) text += "\n... " + std::to_string(stack.size() - shown) + " more";
+  return text;
+}
+
+// --slowest: each call as an exemplar of `point`, its value in the point's
+// unit (`ns_per_unit` ns each). The point's attributes are not repeated: with
+// --by pid the point already names the process.
+template <typename Point>
+void add_exemplars(Point* point, const std::vector<SlowCall>& calls, const FunctionReport& function,
+                   double ns_per_unit) {
+  for (const SlowCall& call : calls) {
+    auto* exemplar = point->add_exemplars();
+    exemplar->set_time_unix_nano(unix_nanos(call.time));
+    exemplar->set_as_double(static_cast<double>(call.duration_ns) / ns_per_unit);
+    auto* attributes = exemplar->mutable_filtered_attributes();
+    if (!function.series.pid) add_attribute(attributes, "process.pid", int64_t{call.pid});
+    add_attribute(attributes, "thread.id", int64_t{call.tid});
+    if (!call.thread.empty()) add_attribute(attributes, "thread.name", call.thread);
+    if (!call.stack.empty())
+      add_attribute(attributes, "code.stacktrace", stacktrace_of(call.stack));
+  }
+}
+
 void fill_explicit_point(metrics_pb::HistogramDataPoint* point, const LatencyHistogram& histogram,
                          const std::vector<double>& bounds) {
   fill_summary(point, histogram);
@@ -156,14 +198,18 @@ metrics_pb::AggregationTemporality temporality_of(const OtlpOptions& options) {
 // A histogram metric with a point per function: explicit, named
 // `explicit_name` (in ms), or exponential in the display unit, as the options
 // say. `histogram_of` gives a function's histogram, or nullptr to leave the
-// function out.
-template <typename HistogramOf>
+// function out; `slowest_of` the calls to attach as exemplars, or nullptr.
+template <typename HistogramOf, typename SlowestOf>
 void add_latency_metric(metrics_pb::ScopeMetrics* scope, const char* explicit_name,
                         const char* description, const Report& report, const OtlpOptions& options,
-                        uint64_t start_ns, uint64_t time_ns, const HistogramOf& histogram_of) {
+                        uint64_t start_ns, uint64_t time_ns, const HistogramOf& histogram_of,
+                        const SlowestOf& slowest_of) {
   auto* metric = scope->add_metrics();
   metric->set_description(description);
   uint64_t unit_ns = report.functions.empty() ? 1000 : report.functions.front().total.unit_ns();
+  const bool explicit_kind = options.histogram == OtlpHistogramKind::kExplicit;
+  // The unit of the points' values: ms, or the display unit (exponential).
+  const double ns_per_unit = explicit_kind ? kNsPerMs : static_cast<double>(unit_ns);
   auto add_points = [&](auto* histogram, const auto& fill_point) {
     histogram->set_aggregation_temporality(temporality_of(options));
     for (const auto& function : report.functions) {
@@ -174,9 +220,12 @@ void add_latency_metric(metrics_pb::ScopeMetrics* scope, const char* explicit_na
       point->set_start_time_unix_nano(start_ns);
       point->set_time_unix_nano(time_ns);
       fill_point(point, *values);
+      if (const std::vector<SlowCall>* calls = slowest_of(function)) {
+        add_exemplars(point, *calls, function, ns_per_unit);
+      }
     }
   };
-  if (options.histogram == OtlpHistogramKind::kExplicit) {
+  if (explicit_kind) {
     metric->set_name(explicit_name);
     metric->set_unit("ms");
     auto bounds = explicit_bounds_ms(unit_ns);
@@ -237,11 +286,13 @@ void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report
        &CpuSplit::blocked},
   };
   for (const auto& [name, description, part] : parts) {
-    add_latency_metric(scope, name, description, report, options, start_ns, time_ns,
-                       [&](const FunctionReport& function) -> const LatencyHistogram* {
-                         const auto& split = split_of(function);
-                         return split ? &(*split.*part) : nullptr;
-                       });
+    add_latency_metric(
+        scope, name, description, report, options, start_ns, time_ns,
+        [&](const FunctionReport& function) -> const LatencyHistogram* {
+          const auto& split = split_of(function);
+          return split ? &(*split.*part) : nullptr;
+        },
+        [](const FunctionReport&) -> const std::vector<SlowCall>* { return nullptr; });
   }
 }
 
@@ -354,11 +405,13 @@ otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
   scope->mutable_scope()->set_version(context.tool_version);
 
   // The latency histogram, one point per function.
-  add_latency_metric(scope, kLatencyMetricName,
-                     "Duration of calls to a traced function, from entry to return", report,
-                     options, start_ns, time_ns, [&](const FunctionReport& function) {
-                       return &(delta ? function.interval : function.total);
-                     });
+  add_latency_metric(
+      scope, kLatencyMetricName, "Duration of calls to a traced function, from entry to return",
+      report, options, start_ns, time_ns,
+      [&](const FunctionReport& function) { return &(delta ? function.interval : function.total); },
+      [&](const FunctionReport& function) {
+        return &(delta ? function.interval_slowest : function.total_slowest);
+      });
   add_cpu_split_metrics(scope, report, options, delta, start_ns, time_ns);
   add_health_metrics(scope, report, options, health, delta, start_ns, time_ns);
   return request;

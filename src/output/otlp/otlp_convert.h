@@ -36,8 +36,19 @@
 // (to the nanosecond) is counted one bucket higher than OTLP's convention
 // would put it. Calls of 2^48 units or more (3 days in usec) share the last
 // fine bucket and land in the top bucket.
+//
+// Exemplars (--slowest K): the latency histogram's points carry the slowest
+// calls they count (cumulative: FunctionReport::total_slowest, delta:
+// interval_slowest), slowest first. as_double is in the point's unit: ms in
+// the explicit histogram (like its sum and bounds), the display unit in the
+// exponential one. filtered_attributes: process.pid (unless the point already
+// has it, --by pid), thread.id, thread.name, and code.stacktrace, the top
+// kMaxExemplarFrames frames innermost first, one "symbol+0x1a (/path)" (or
+// "0x7f.. (/path)", "0x7f..") per line. No trace or span ids. The CPU split
+// histograms carry none.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -71,6 +82,9 @@ struct ExporterHealth {
   uint64_t failed_exports = 0;    // attempts the collector did not accept
   uint64_t dropped_requests = 0;  // requests given up: queue full, rejected, out of retries
 };
+
+// Frames of a slow call's stack in an exemplar's code.stacktrace.
+inline constexpr size_t kMaxExemplarFrames = 8;
 
 inline constexpr const char* kLatencyMetricName = "function_latency_ms";
 // --cpu-split: each call's wall time in parts, histograms like the latency one

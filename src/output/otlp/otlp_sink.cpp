@@ -1,3 +1,4 @@
+// The OTLP sink's sender thread and its delta bookkeeping (see otlp_sink.h).
 #include "output/otlp/otlp_sink.h"
 
 #include <algorithm>
@@ -43,7 +44,34 @@ LatencyHistogram calls_since(const LatencyHistogram& now, const LatencyHistogram
 LostCounts lost_difference(const LostCounts& now, const LostCounts& before) {
   auto minus = [](uint64_t a, uint64_t b) { return a >= b ? a - b : a; };
   return {minus(now.unreturned, before.unreturned), minus(now.depth, before.depth),
-          minus(now.ringbuf, before.ringbuf)};
+          minus(now.ringbuf, before.ringbuf), minus(now.split_unknown, before.split_unknown),
+          minus(now.slow_dropped, before.slow_dropped)};
+}
+
+// --slowest: the slowest calls among those that returned after `since` (the
+// previous export), as exemplars of the calls since then: from the run's
+// slowest and the report's interval's, slowest first, as many as the report
+// keeps. A slow call of an interval that was never exported and is not among
+// the run's slowest is not seen; exemplars are samples, so that is fine.
+std::vector<SlowCall> slowest_since(const FunctionReport& function,
+                                    std::chrono::system_clock::time_point since) {
+  std::vector<SlowCall> calls;
+  auto same_call = [](const SlowCall& a, const SlowCall& b) {
+    return a.tid == b.tid && a.time == b.time && a.duration_ns == b.duration_ns;
+  };
+  for (const auto* list : {&function.total_slowest, &function.interval_slowest}) {
+    for (const SlowCall& call : *list) {
+      if (call.time <= since) continue;
+      if (std::ranges::any_of(calls, [&](const SlowCall& c) { return same_call(c, call); })) {
+        continue;
+      }
+      calls.push_back(call);
+    }
+  }
+  std::ranges::stable_sort(calls, std::ranges::greater{}, &SlowCall::duration_ns);
+  calls.resize(std::min(calls.size(),
+                        std::max(function.total_slowest.size(), function.interval_slowest.size())));
+  return calls;
 }
 
 }  // namespace
@@ -187,6 +215,7 @@ void OtlpSink::to_delta(Report& report) {
     // knows their min and max; so does its split.
     if (aggregator_interval_start >= since && function.interval.count() == delta.count()) continue;
     function.interval = std::move(delta);
+    function.interval_slowest = slowest_since(function, since);
     if (!function.total_split) continue;
     const CpuSplit* split_before =
         previous && previous->total_split ? &*previous->total_split : nullptr;

@@ -1,7 +1,10 @@
+// The exposition text (see exposition.h): one pass over a snapshot, every
+// line built here so both formats stay in step.
 #include "output/prometheus/exposition.h"
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -124,23 +127,69 @@ std::string series_labels(const FunctionMetrics& function, const SharedLabels& s
   return labels;
 }
 
+// Code points of valid UTF-8: the bytes that do not continue a sequence.
+size_t code_points(std::string_view utf8) {
+  return static_cast<size_t>(std::ranges::count_if(
+      utf8, [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// The first `count` code points of valid UTF-8.
+std::string_view first_code_points(std::string_view utf8, size_t count) {
+  size_t end = 0;
+  for (; end < utf8.size(); end++) {
+    bool starts = (static_cast<unsigned char>(utf8[end]) & 0xC0) != 0x80;
+    if (starts && count-- == 0) break;
+  }
+  return utf8.substr(0, end);
+}
+
+// --slowest: per bucket line of `rows` (and +Inf last), the slowest call whose
+// value is at most the bucket's le and above the one before's.
+std::vector<const SlowCallExemplar*> exemplars_by_bucket(const std::vector<SlowCallExemplar>& calls,
+                                                         const std::vector<uint32_t>& rows,
+                                                         uint64_t unit_ns) {
+  std::vector<const SlowCallExemplar*> by_bucket(rows.size() + 1, nullptr);
+  for (const SlowCallExemplar& call : calls) {
+    size_t bucket = 0;
+    while (bucket < rows.size() &&
+           (uint64_t{1} << (rows[bucket] + 1)) * unit_ns < call.duration_ns) {
+      bucket++;
+    }
+    const SlowCallExemplar*& best = by_bucket[bucket];
+    if (!best || best->duration_ns < call.duration_ns) best = &call;
+  }
+  return by_bucket;
+}
+
+void append_exemplar(std::string& out, const std::vector<const SlowCallExemplar*>& by_bucket,
+                     size_t bucket) {
+  if (bucket < by_bucket.size() && by_bucket[bucket]) out += format_exemplar(*by_bucket[bucket]);
+}
+
 // One series of `family`: `totals`, labelled `labels` (series_labels) and in
-// the unit of `function`.
+// the unit of `function`; with `exemplars` (OpenMetrics' latency family), the
+// function's slow calls on its bucket lines.
 void append_histogram(std::string& out, const std::string& family, const FunctionMetrics& function,
-                      const std::string& labels, const HistogramTotals& totals) {
+                      const std::string& labels, const HistogramTotals& totals,
+                      bool exemplars = false) {
+  const std::vector<uint32_t> rows = exposed_log2_rows(function.unit_ns);
+  std::vector<const SlowCallExemplar*> by_bucket;
+  if (exemplars) by_bucket = exemplars_by_bucket(function.slowest, rows, function.unit_ns);
   // Kernel-side counters are read CPU by CPU while probes run, so the row sum
   // may briefly differ from the count; clamping keeps buckets cumulative and
   // +Inf equal to _count, as scrapers require.
   uint64_t cumulative = 0;
-  for (uint32_t row : exposed_log2_rows(function.unit_ns)) {
-    cumulative += totals.log2_counts[row];
-    uint64_t edge_ns = (uint64_t{1} << (row + 1)) * function.unit_ns;
+  for (size_t i = 0; i < rows.size(); i++) {
+    cumulative += totals.log2_counts[rows[i]];
+    uint64_t edge_ns = (uint64_t{1} << (rows[i] + 1)) * function.unit_ns;
     out += family + "_bucket" + labels + ",le=\"" + format_ns_as_ms(edge_ns) + "\"} ";
     append_uint(out, std::min(cumulative, totals.count));
+    append_exemplar(out, by_bucket, i);
     out += '\n';
   }
   out += family + "_bucket" + labels + ",le=\"+Inf\"} ";
   append_uint(out, totals.count);
+  append_exemplar(out, by_bucket, rows.size());
   out += '\n' + family + "_sum" + labels + "} " + format_ns_as_ms(totals.sum_ns) + '\n';
   out += family + "_count" + labels + "} ";
   append_uint(out, totals.count);
@@ -184,6 +233,41 @@ std::string format_ns_as_ms(uint64_t ns) {
   digits.insert(0, 6 - digits.size(), '0');
   digits.erase(digits.find_last_not_of('0') + 1);
   return text + "." + digits;
+}
+
+std::string exemplar_frame(const std::vector<StackFrame>& stack, std::string_view function) {
+  for (const StackFrame& frame : stack) {
+    if (frame.symbol.empty() || frame.symbol == function) continue;
+    char offset[24];
+    auto [end, ec] = std::to_chars(offset, offset + sizeof offset, frame.offset, 16);
+    return frame.symbol + "+0x" + std::string(offset, end);
+  }
+  return {};
+}
+
+std::string format_exemplar(const SlowCallExemplar& exemplar) {
+  const std::string pid = std::to_string(exemplar.pid);
+  const std::string tid = std::to_string(exemplar.tid);
+  std::string labels = " # {pid=\"" + pid + "\",tid=\"" + tid + "\"";
+  // OpenMetrics counts the names' and values' code points, not the quoting.
+  const size_t used = 3 + pid.size() + 3 + tid.size() + 5;  // pid, tid, frame
+  std::string frame = to_valid_utf8(exemplar.frame);
+  if (!frame.empty() && used + 2 <= kMaxExemplarLabelChars) {
+    const size_t room = kMaxExemplarLabelChars - used;
+    if (code_points(frame) > room) {
+      frame = std::string(first_code_points(frame, room - 1)) + "\xE2\x80\xA6";  // U+2026 …
+    }
+    labels += ",frame=\"" + escape_label_value(frame) + "\"";
+  }
+  labels += "} " + format_ns_as_ms(exemplar.duration_ns) + " ";
+  // Seconds since the epoch, to the millisecond (what Prometheus keeps).
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(exemplar.time.time_since_epoch())
+                .count();
+  if (ms < 0) ms = 0;
+  append_uint(labels, static_cast<uint64_t>(ms / 1000));
+  char fraction[8];
+  std::snprintf(fraction, sizeof fraction, ".%03d", static_cast<int>(ms % 1000));
+  return labels + fraction;
 }
 
 std::string escape_label_value(std::string_view value) {
@@ -249,12 +333,21 @@ MetricsSnapshot snapshot_of(const Report& report) {
     FunctionMetrics& metrics = snapshot.functions[it->second];
     metrics += function.total;
     metrics.lost += function.total_lost;
+    for (const SlowCall& call : function.total_slowest) {
+      metrics.slowest.push_back({call.duration_ns, call.pid, call.tid,
+                                 exemplar_frame(call.stack, function.symbol), call.time});
+    }
     if (function.total_split) {
       if (!metrics.split) metrics.split.emplace();
       for (const SplitPart& part : kSplitParts) {
         (*metrics.split).*part.totals += (*function.total_split).*part.histogram;
       }
     }
+  }
+  // Merged series keep their calls slowest first.
+  for (FunctionMetrics& metrics : snapshot.functions) {
+    std::ranges::stable_sort(metrics.slowest, std::ranges::greater{},
+                             &SlowCallExemplar::duration_ns);
   }
   return snapshot;
 }
@@ -275,7 +368,8 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
     labels.push_back(series_labels(function, shared));
   }
   for (size_t i = 0; i < snapshot.functions.size(); i++) {
-    append_histogram(out, names.latency, snapshot.functions[i], labels[i], snapshot.functions[i]);
+    append_histogram(out, names.latency, snapshot.functions[i], labels[i], snapshot.functions[i],
+                     format == ExpositionFormat::kOpenMetrics);
   }
 
   if (std::ranges::any_of(snapshot.functions, [](const auto& f) { return f.split.has_value(); })) {

@@ -22,9 +22,23 @@
 // With --cpu-split, <prefix>_function_oncpu_ms, _runnable_ms and _blocked_ms
 // split each call's wall time the same way: histograms with the same labels
 // and `le` edges, present once a function has the split.
+//
+// --slowest K, OpenMetrics only (text 0.0.4 has no exemplars, so it is as
+// before): the run's K slowest calls of a series (FunctionReport::
+// total_slowest; the exposition is cumulative) are exemplars of its latency
+// `_bucket` lines. Each goes on the smallest bucket whose le is at least its
+// value (as OpenMetrics wants it; a call of exactly 2^k units, which the
+// histogram counts one bucket up, goes on le = 2^k), and a bucket line
+// carries the slowest of its calls:
+//   ..._bucket{...,le="16.384"} 9 # {pid="123",tid="124",frame="main+0x2f"} 12.3 1700000000.123
+// The value is the call's duration in ms (exact, like le), the timestamp when
+// it returned, in seconds. Labels: pid, tid, and `frame`, the innermost named
+// frame that is not the function itself (its caller, mostly), shortened with
+// "…" to keep the label set within OpenMetrics' 128 characters.
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,6 +70,15 @@ struct SplitTotals {
   HistogramTotals blocked;
 };
 
+// --slowest: one slow call as an exemplar.
+struct SlowCallExemplar {
+  uint64_t duration_ns = 0;
+  int pid = 0;
+  int tid = 0;
+  std::string frame;  // "handle+0x2f": the caller, as exemplar_frame picks it; may be empty
+  std::chrono::system_clock::time_point time;  // when it returned
+};
+
 // What one exposed series is made of: the run's cumulative totals for one
 // label set, small enough to copy on every report. The base holds the wall
 // time's histogram.
@@ -69,6 +92,8 @@ struct FunctionMetrics : HistogramTotals {
   uint64_t unit_ns = 1000;
   LostCounts lost;
   std::optional<SplitTotals> split;  // with --cpu-split
+  // --slowest: the run's slowest calls of the series, slowest first.
+  std::vector<SlowCallExemplar> slowest;
 };
 
 struct MetricsSnapshot {
@@ -76,9 +101,9 @@ struct MetricsSnapshot {
   uint64_t ringbuf_dropped_total = 0;
 };
 
-// Takes FunctionReport::total, total_split and total_lost of every function. Functions the
-// labels cannot tell apart (say two static functions of one name in one
-// binary) are merged, because a scrape must not carry one series twice.
+// Takes FunctionReport::total, total_split, total_lost and total_slowest of every function.
+// Functions the labels cannot tell apart (say two static functions of one name in one binary) are
+// merged, because a scrape must not carry one series twice.
 MetricsSnapshot snapshot_of(const Report& report);
 
 std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat format,
@@ -102,6 +127,18 @@ std::vector<uint32_t> exposed_log2_rows(uint64_t unit_ns);
 
 // Exact decimal milliseconds of a nanosecond count: 2048 -> "0.002048".
 std::string format_ns_as_ms(uint64_t ns);
+// The most OpenMetrics allows in an exemplar's labels: code points of the
+// names and values together.
+inline constexpr size_t kMaxExemplarLabelChars = 128;
+// The frame an exemplar names: the innermost frame with a symbol other than
+// `function` (whose own frame the exit probe may have recorded first), as
+// "symbol+0x1f"; empty when no frame has one.
+std::string exemplar_frame(const std::vector<StackFrame>& stack, std::string_view function);
+// ` # {pid="1",tid="2",frame="..."} 0.0123 1700000000.123`, what follows a
+// bucket's count; the frame is cut (ending in "…") or left out to keep the
+// labels within kMaxExemplarLabelChars.
+std::string format_exemplar(const SlowCallExemplar& exemplar);
+
 // A label value as the exposition formats quote it: backslash, double quote and
 // newline escaped; bytes that are not UTF-8 replaced by U+FFFD.
 std::string escape_label_value(std::string_view value);

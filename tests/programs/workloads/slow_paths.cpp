@@ -71,8 +71,8 @@ extern "C" [[gnu::noinline]] std::uint64_t fast_path_outer(std::uint64_t i) {
 int main(int argc, char** argv) {
   funclatency::workload::WorkloadRun run(
       argc, argv, "workload-slow-paths",
-      "--calls calls of handle_request() on the main thread; one in 1,000 sleeps 5 ms and "
-      "comes through slow_path_outer -> slow_path_inner",
+      "--calls calls of handle_request() on the main thread (0: until SIGINT); one in 1,000 "
+      "sleeps 5 ms and comes through slow_path_outer -> slow_path_inner",
       {.calls = 3000});
   if (auto exit_code = run.early_exit()) return *exit_code;
   auto& truth = run.add_function("handle_request");
@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
 
   const auto tid = static_cast<long>(syscall(SYS_gettid));
   nlohmann::json slow_calls = nlohmann::json::array();
-  for (std::uint64_t i = 0; i < run.options().calls && run.keep_going(); ++i) {
+  const std::uint64_t calls = run.options().calls ? run.options().calls : UINT64_MAX;
+  for (std::uint64_t i = 0; i < calls && run.keep_going(); ++i) {
     const bool slow = i % kSlowEvery == kSlowEvery / 2;
     const std::uint64_t start = funclatency::workload::monotonic_ns();
     funclatency::workload::timed_call(truth,

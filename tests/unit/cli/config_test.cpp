@@ -47,5 +47,28 @@ TEST(Config, BadUsage) {
   EXPECT_EQ(config.error().exit_code(), 2);
 }
 
+TEST(Config, SlowCallOptions) {
+  auto config = parse({"--slowest", "3", "--slower-than", "2.5ms", "./a:f"});
+  ASSERT_TRUE(config);
+  EXPECT_EQ(config->slowest, 3u);
+  EXPECT_EQ(config->slower_than_ns, 2'500'000u);
+  EXPECT_THROW(parse({"--slowest", "0", "./a:f"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--slowest", "101", "./a:f"}), CLI::ParseError);
+  auto bad = parse({"--slower-than", "10", "./a:f"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().exit_code(), 2);
+}
+
+TEST(Config, Durations) {
+  EXPECT_EQ(parse_duration_ns("800ns"), 800u);
+  EXPECT_EQ(parse_duration_ns("250us"), 250'000u);
+  EXPECT_EQ(parse_duration_ns("10ms"), 10'000'000u);
+  EXPECT_EQ(parse_duration_ns("1.5s"), 1'500'000'000u);
+  EXPECT_EQ(parse_duration_ns("0ms"), 0u);
+  for (const char* bad : {"", "ms", "10", "1.2.3ms", "-5ms", "10 ms", "10min", ".ms", "1e99s"}) {
+    EXPECT_FALSE(parse_duration_ns(bad)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace funclatency

@@ -99,3 +99,62 @@ TEST(Aggregator, IgnoresUnknownFunctionIds) {
 
 }  // namespace
 }  // namespace funclatency
+
+namespace funclatency {
+namespace {
+
+SlowCall slow_call(uint64_t duration_ns, int tid) {
+  SlowCall call;
+  call.duration_ns = duration_ns;
+  call.pid = 10;
+  call.tid = tid;
+  return call;
+}
+
+TEST(Aggregator, KeepsTheKSlowestCallsOfTheIntervalAndOfTheRun) {
+  Aggregator aggregator({{"f", "/bin/x", 0}}, {0}, 1000, kStart);
+  aggregator.set_slowest(2);
+  for (auto [duration, tid] : {std::pair{5, 1}, {9, 2}, {7, 3}, {9, 4}}) {
+    aggregator.on_slow_call(0, {}, slow_call(duration, tid));
+  }
+  Report report = aggregator.take_report(Report::Kind::kInterval, kStart + std::chrono::seconds(1));
+  ASSERT_EQ(report.functions.size(), 1u);
+  EXPECT_EQ(report.functions[0].interval_slowest.size(), 2u);
+  aggregator.on_event(0, 9);
+  report = aggregator.take_report(Report::Kind::kInterval, kStart + std::chrono::seconds(2));
+  ASSERT_EQ(report.functions.size(), 1u);
+  // The first interval's calls are gone from the interval, kept in the run's.
+  EXPECT_TRUE(report.functions[0].interval_slowest.empty());
+  const auto& run = report.functions[0].total_slowest;
+  ASSERT_EQ(run.size(), 2u);
+  EXPECT_EQ(run[0].tid, 2);  // slowest first; of equals, the earlier
+  EXPECT_EQ(run[1].tid, 4);
+
+  aggregator.on_slow_call(0, {}, slow_call(8, 5));
+  aggregator.on_event(0, 8);
+  report = aggregator.take_report(Report::Kind::kInterval, kStart + std::chrono::seconds(3));
+  ASSERT_EQ(report.functions[0].interval_slowest.size(), 1u);
+  EXPECT_EQ(report.functions[0].interval_slowest[0].tid, 5);
+  EXPECT_EQ(report.functions[0].total_slowest[1].tid, 4);
+}
+
+TEST(Aggregator, SlowCallsGoToTheirSeries) {
+  Aggregator aggregator({{"f", "/bin/x", 0}}, {0}, 1000, kStart);
+  aggregator.set_slowest(3);
+  aggregator.set_series({.by = FL_BY_PID});
+  aggregator.on_call({0, 100, nullptr, {.tgid = 1}});
+  aggregator.on_call({0, 200, nullptr, {.tgid = 2}});
+  aggregator.on_slow_call(0, {.tgid = 2}, slow_call(200, 22));
+  Report report = aggregator.take_report(Report::Kind::kInterval, kStart + std::chrono::seconds(1));
+  for (const auto& function : report.functions) {
+    if (function.series.pid == 2) {
+      ASSERT_EQ(function.interval_slowest.size(), 1u);
+      EXPECT_EQ(function.interval_slowest[0].tid, 22);
+    } else {
+      EXPECT_TRUE(function.interval_slowest.empty());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace funclatency

@@ -1,6 +1,9 @@
+// The console and JSON sinks' text: exact lines for each report shape, and
+// the sinks' handling of a closed output.
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <ctime>
 #include <nlohmann/json.hpp>
 #include <ranges>
 
@@ -42,6 +45,35 @@ CpuSplit sample_split() {
     split.blocked.record(0);
   }
   return split;
+}
+
+// --slowest / --slower-than: a call of 12.3 ms by thread 1240 of process
+// 1234, returned 1.25 s into sample_report's run, with a stack of a named
+// frame, a frame in a binary without a symbol, and an address alone.
+SlowCall sample_slow_call() {
+  SlowCall call;
+  call.duration_ns = 12'300'000;
+  call.pid = 1234;
+  call.tid = 1240;
+  call.thread = "worker-3";
+  call.time = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000)) +
+              std::chrono::microseconds(1'250'042);
+  call.stack = {
+      {.address = 0x55d0c0a0121a, .symbol = "slow_op", .offset = 0x1a, .binary = "/opt/app"},
+      {.address = 0x7f12abcd0042, .binary = "/usr/lib/libc.so.6"},
+      {.address = 0x7ffd00001000}};
+  return call;
+}
+
+// How the console prints `time`: local time of day to the microsecond.
+std::string local_time_of(std::chrono::system_clock::time_point time, int micros) {
+  std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char text[32];
+  std::snprintf(text, sizeof text, "%02d:%02d:%02d.%06d", local.tm_hour, local.tm_min, local.tm_sec,
+                micros);
+  return text;
 }
 
 TEST(ConsoleFormat, HeaderRowsAndSummary) {
@@ -203,6 +235,108 @@ TEST(ConsoleFormat, ControlBytesInNamesDoNotReachTheTerminal) {
   EXPECT_EQ(format_series({.comm = "caf\xC3\xA9"}, 0), "comm caf\xC3\xA9");
 }
 
+TEST(ConsoleFormat, SlowestBlockFollowsTheSummaryWithStacks) {
+  Report report = sample_report();
+  SlowCall slow = sample_slow_call();
+  SlowCall split = slow;
+  split.duration_ns = 700'000;
+  split.runnable_ns = 100'000;
+  split.blocked_ns = 450'000;
+  split.thread.clear();
+  split.stack.clear();
+  report.functions[0].interval_slowest = {slow, split};
+  const std::string at = local_time_of(slow.time, 250042);
+  EXPECT_TRUE(format_report(report, ConsoleOptions{})
+                  .ends_with("lost 2\n"
+                             "slowest:\n"
+                             "  12.30ms  pid 1234  tid 1240 (worker-3)  at " +
+                             at +
+                             "\n"
+                             "    slow_op+0x1a (/opt/app)\n"
+                             "    0x7f12abcd0042 (/usr/lib/libc.so.6)\n"
+                             "    0x7ffd00001000\n"
+                             "  700.0us  pid 1234  tid 1240  at " +
+                             at +
+                             "  on-CPU 150.0us  runnable 100.0us  blocked 450.0us\n"
+                             "\n"))
+      << format_report(report, ConsoleOptions{});
+}
+
+TEST(ConsoleFormat, SlowestOfTheReportedKind) {
+  Report report = sample_report();
+  SlowCall interval_call = sample_slow_call();
+  SlowCall total_call = interval_call;
+  total_call.duration_ns = 3'000'000'000;
+  report.functions[0].interval_slowest = {interval_call};
+  report.functions[0].total_slowest = {total_call, interval_call};
+  std::string text = format_report(report, ConsoleOptions{});
+  EXPECT_NE(text.find("  12.30ms  pid"), std::string::npos) << text;
+  EXPECT_EQ(text.find("3.00s"), std::string::npos) << text;
+  report.kind = Report::Kind::kTotal;
+  text = format_report(report, ConsoleOptions{});
+  EXPECT_LT(text.find("  3.00s  pid"), text.find("  12.30ms  pid")) << text;
+  // Without slow calls there is no block.
+  report.functions[0].total_slowest.clear();
+  EXPECT_EQ(format_report(report, ConsoleOptions{}).find("slowest:"), std::string::npos);
+  EXPECT_EQ(format_slowest({}), "");
+}
+
+TEST(ConsoleFormat, SlowestStacksAreCapped) {
+  SlowCall call = sample_slow_call();
+  call.stack.resize(kMaxConsoleFrames + 4, StackFrame{.address = 0x1000});
+  std::string text = format_slowest({call});
+  EXPECT_EQ(std::ranges::count(text, '\n'), 1 + 1 + static_cast<long>(kMaxConsoleFrames) + 1)
+      << text;
+  EXPECT_TRUE(text.ends_with("    0x1000\n    ... 4 more frames\n")) << text;
+  call.stack.resize(kMaxConsoleFrames + 1);
+  EXPECT_TRUE(format_slowest({call}).ends_with("    0x1000\n    ... 1 more frame\n"));
+}
+
+TEST(ConsoleFormat, StackFramesAndThreadNamesAreTerminalSafe) {
+  EXPECT_EQ(format_stack_frame({.address = 0x10, .symbol = "f\x1b[2J", .offset = 0}),
+            "f\\x1b[2J+0x0");
+  SlowCall call = sample_slow_call();
+  call.thread = "evil\n";
+  EXPECT_NE(format_slow_call_line(call).find("(evil\\x0a)"), std::string::npos);
+}
+
+TEST(ConsoleFormat, SlowCallLineLikeFuncslower) {
+  SlowCallReport slow{.symbol = "slow_op",
+                      .binary = "/opt/app",
+                      .threshold_ns = 10'000'000,
+                      .call = sample_slow_call()};
+  const std::string line =
+      local_time_of(slow.call.time, 250042) + "  slow_op  12.30ms  pid 1234  tid 1240 (worker-3)\n";
+  EXPECT_EQ(format_slow_call(slow, false), line);
+  EXPECT_EQ(format_slow_call(slow, true), line +
+                                              "    slow_op+0x1a (/opt/app)\n"
+                                              "    0x7f12abcd0042 (/usr/lib/libc.so.6)\n"
+                                              "    0x7ffd00001000\n");
+  slow.call.runnable_ns = 2'000'000;
+  EXPECT_TRUE(format_slow_call(slow, false)
+                  .ends_with("(worker-3)  on-CPU 10.30ms  runnable 2.00ms  blocked 0ns\n"));
+}
+
+TEST(ConsoleSink, PrintsSlowCallsWithStacksOnlyWhenAsked) {
+  SlowCallReport slow{.symbol = "slow_op",
+                      .binary = "/opt/app",
+                      .threshold_ns = 10'000'000,
+                      .call = sample_slow_call()};
+  for (bool stacks : {false, true}) {
+    char* buffer = nullptr;
+    size_t size = 0;
+    std::FILE* memory = open_memstream(&buffer, &size);
+    ConsoleSink sink(memory, ConsoleOptions{.slow_call_stacks = stacks});
+    sink.write_slow_call(slow);
+    sink.write_slow_call(slow);
+    std::fclose(memory);
+    std::string text(buffer, size);
+    free(buffer);
+    EXPECT_EQ(text, format_slow_call(slow, stacks) + format_slow_call(slow, stacks));
+    EXPECT_EQ(text.find("slow_op+0x1a") != std::string::npos, stacks) << text;
+  }
+}
+
 TEST(JsonFormat, ModeIsNamedBySink) {
   Report report = sample_report();
   FunctionReport& function = report.functions[0];
@@ -336,6 +470,73 @@ TEST(JsonFormat, NamesThatAreNotUtf8StillMakeJson) {
   std::string line = function_to_json(report, report.functions[0]).dump();
   auto parsed = nlohmann::json::parse(line);
   EXPECT_EQ(parsed["comm"], "\xE5\xB7\xA5\xE4\xBD\x9C\xE8\x80\x85xx\xE8\x80\x85\xEF\xBF\xBD");
+}
+
+TEST(JsonFormat, ExemplarsAreTheRecordsSlowestCalls) {
+  Report report = sample_report();
+  SlowCall slow = sample_slow_call();
+  SlowCall split = slow;
+  split.duration_ns = 700'000;
+  split.runnable_ns = 100'000;
+  split.blocked_ns = 450'000;
+  split.stack.clear();
+  report.functions[0].interval_slowest = {slow, split};
+  report.functions[0].total_slowest = {split};
+  report.functions[0].interval_lost.slow_dropped = 3;
+  auto json = function_to_json(report, report.functions[0]);
+  auto expected = nlohmann::json::parse(R"([
+    {"duration_ns": 12300000, "pid": 1234, "tid": 1240, "thread": "worker-3",
+     "time_unix_nano": 1700000001250042000,
+     "stack": [{"address": "0x55d0c0a0121a", "symbol": "slow_op", "offset": 26,
+                "binary": "/opt/app"},
+               {"address": "0x7f12abcd0042", "binary": "/usr/lib/libc.so.6"},
+               {"address": "0x7ffd00001000"}]},
+    {"duration_ns": 700000, "pid": 1234, "tid": 1240, "thread": "worker-3",
+     "time_unix_nano": 1700000001250042000, "runnable_ns": 100000, "blocked_ns": 450000}])");
+  EXPECT_EQ(json["exemplars"], expected) << json.dump();
+  EXPECT_EQ(json["slow_dropped"], 3);
+  // The lost counts stay those of calls that were not timed.
+  EXPECT_EQ(json["lost"], 2);
+
+  report.kind = Report::Kind::kTotal;
+  json = function_to_json(report, report.functions[0]);
+  ASSERT_EQ(json["exemplars"].size(), 1u);
+  EXPECT_EQ(json["exemplars"][0]["duration_ns"], 700000);
+  EXPECT_EQ(json["slow_dropped"], 0);
+}
+
+TEST(JsonFormat, NoExemplarFieldsWithoutSlowCalls) {
+  Report report = sample_report();
+  auto json = function_to_json(report, report.functions[0]);
+  EXPECT_FALSE(json.contains("exemplars"));
+  EXPECT_FALSE(json.contains("slow_dropped"));
+  report.functions[0].interval_lost.slow_dropped = 1;  // all of them dropped
+  EXPECT_EQ(function_to_json(report, report.functions[0])["slow_dropped"], 1);
+}
+
+TEST(JsonFormat, SlowCallLineHasTheExemplarFieldsAndItsFunction) {
+  SlowCall call = sample_slow_call();
+  call.thread = "w\xE8";  // a comm cut mid-character
+  call.stack.resize(1);
+  SlowCallReport slow{
+      .symbol = "slow_op", .binary = "/opt/app", .threshold_ns = 10'000'000, .call = call};
+  auto expected = nlohmann::json::parse(R"(
+    {"type": "slow_call", "time": "2023-11-14T22:13:21.250042Z", "symbol": "slow_op",
+     "binary": "/opt/app", "threshold_ns": 10000000, "duration_ns": 12300000, "pid": 1234,
+     "tid": 1240, "thread": "w\ufffd", "time_unix_nano": 1700000001250042000,
+     "stack": [{"address": "0x55d0c0a0121a", "symbol": "slow_op", "offset": 26,
+                "binary": "/opt/app"}]})");
+  EXPECT_EQ(slow_call_report_to_json(slow), expected);
+
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* memory = open_memstream(&buffer, &size);
+  JsonSink sink(memory);
+  sink.write_slow_call(slow);
+  std::fclose(memory);
+  std::string text(buffer, size);
+  free(buffer);
+  EXPECT_EQ(text, expected.dump() + "\n");
 }
 
 TEST(JsonSink, WritesOneLinePerFunctionAndNoticesAClosedPipe) {

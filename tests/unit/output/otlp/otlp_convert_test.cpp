@@ -1,3 +1,6 @@
+// Report -> OTLP request: buckets, units, temporality, attributes and
+// exemplars, checked on the generated messages (and, for exemplars, after a
+// round trip through the wire format).
 #include "output/otlp/otlp_convert.h"
 
 #include <gtest/gtest.h>
@@ -406,6 +409,102 @@ TEST(OtlpConvert, HealthMetrics) {
   EXPECT_EQ(find_metric(request, kRingbufDroppedMetricName)->sum().data_points(0).as_int(), 2);
   EXPECT_EQ(find_metric(request, kFailedExportsMetricName)->sum().data_points(0).as_int(), 7);
   EXPECT_EQ(find_metric(request, kDroppedRequestsMetricName)->sum().data_points(0).as_int(), 2);
+}
+
+// --slowest: slow_op's run has two slow calls, its interval one.
+Report report_with_slow_calls(uint64_t unit_ns = 1000, bool cpu_split = false) {
+  using namespace std::chrono_literals;
+  Report report = sample_report(unit_ns, cpu_split);
+  auto& slow_op = report.functions[0];
+  slow_op.total_slowest = {testing::slow_call(40'000'000, 4250, report.run_start + 3s, 10),
+                           testing::slow_call(1'000'000, 4243, report.run_start + 10500ms, 0, "")};
+  slow_op.interval_slowest = {slow_op.total_slowest[1]};
+  return report;
+}
+
+// The request as a collector decodes it.
+otlp_pb::ExportMetricsServiceRequest over_the_wire(
+    const otlp_pb::ExportMetricsServiceRequest& sent) {
+  otlp_pb::ExportMetricsServiceRequest received;
+  EXPECT_TRUE(received.ParseFromString(sent.SerializeAsString()));
+  return received;
+}
+
+TEST(OtlpConvert, ExemplarsAreTheRunsSlowestCallsInMs) {
+  Report report = report_with_slow_calls(1000, /*cpu_split=*/true);
+  auto request = over_the_wire(build_export_request(report, OtlpOptions{}, test_context(), {}));
+  const auto& points = find_metric(request, "function_latency_ms")->histogram().data_points();
+  ASSERT_EQ(points.size(), 2);
+  ASSERT_EQ(points[0].exemplars_size(), 2);
+  const auto& slowest = points[0].exemplars(0);
+  EXPECT_EQ(slowest.value_case(), metrics_pb::Exemplar::kAsDouble);
+  EXPECT_DOUBLE_EQ(slowest.as_double(), 40.0);  // ms, like sum and bounds
+  EXPECT_EQ(slowest.time_unix_nano(), nanos(report.run_start) + 3'000'000'000);
+  EXPECT_TRUE(slowest.trace_id().empty());
+  EXPECT_TRUE(slowest.span_id().empty());
+  EXPECT_EQ(attributes_of(slowest.filtered_attributes()),
+            (std::map<std::string, std::string>{{"process.pid", "4242"},
+                                                {"thread.id", "4250"},
+                                                {"thread.name", "worker"},
+                                                {"code.stacktrace",
+                                                 "fn0+0x10 (/usr/bin/target-app)\n"
+                                                 "fn1+0x11 (/usr/bin/target-app)\n"
+                                                 "0x401200 (/usr/bin/target-app)\n"
+                                                 "fn3+0x13 (/usr/bin/target-app)\n"
+                                                 "fn4+0x14 (/usr/bin/target-app)\n"
+                                                 "0x401500 (/usr/bin/target-app)\n"
+                                                 "fn6+0x16 (/usr/bin/target-app)\n"
+                                                 "fn7+0x17 (/usr/bin/target-app)\n"
+                                                 "... 2 more"}}));
+  // No thread name, no stack: no such attributes.
+  const auto& other = points[0].exemplars(1);
+  EXPECT_DOUBLE_EQ(other.as_double(), 1.0);
+  EXPECT_EQ(attributes_of(other.filtered_attributes()),
+            (std::map<std::string, std::string>{{"process.pid", "4242"}, {"thread.id", "4243"}}));
+  EXPECT_EQ(points[1].exemplars_size(), 0);  // fast_op had none
+  // The CPU split's histograms carry none.
+  for (const char* name : {kOncpuMetricName, kRunnableMetricName, kBlockedMetricName}) {
+    for (const auto& point : find_metric(request, name)->histogram().data_points()) {
+      EXPECT_EQ(point.exemplars_size(), 0) << name;
+    }
+  }
+}
+
+TEST(OtlpConvert, DeltaExemplarsAreTheIntervals) {
+  Report report = report_with_slow_calls();
+  OtlpOptions options;
+  options.temporality = OtlpTemporality::kDelta;
+  auto request = over_the_wire(build_export_request(report, options, test_context(), {}));
+  const auto& point = find_metric(request, "function_latency_ms")->histogram().data_points(0);
+  ASSERT_EQ(point.exemplars_size(), 1);
+  EXPECT_EQ(attributes_of(point.exemplars(0).filtered_attributes())["thread.id"], "4243");
+}
+
+TEST(OtlpConvert, ExponentialExemplarsAreInTheDisplayUnit) {
+  for (auto [unit_ns, value] :
+       {std::pair{uint64_t{1000}, 40'000.0}, std::pair{uint64_t{1}, 40'000'000.0},
+        std::pair{uint64_t{1'000'000}, 40.0}}) {
+    OtlpOptions options;
+    options.histogram = OtlpHistogramKind::kExponential;
+    auto request = over_the_wire(
+        build_export_request(report_with_slow_calls(unit_ns), options, test_context(), {}));
+    const auto* metric = find_metric(request, exponential_metric_name(unit_ns));
+    ASSERT_NE(metric, nullptr);
+    const auto& point = metric->exponential_histogram().data_points(0);
+    ASSERT_EQ(point.exemplars_size(), 2);
+    EXPECT_DOUBLE_EQ(point.exemplars(0).as_double(), value) << unit_ns;
+  }
+}
+
+TEST(OtlpConvert, ExemplarsLeaveOutWhatThePointSays) {
+  // --by pid: the point names the process already.
+  Report report = report_with_slow_calls();
+  report.functions[0].series.pid = 4242;
+  auto request = build_export_request(report, OtlpOptions{}, test_context(), {});
+  const auto& point = find_metric(request, "function_latency_ms")->histogram().data_points(0);
+  ASSERT_EQ(point.exemplars_size(), 2);
+  EXPECT_EQ(attributes_of(point.exemplars(1).filtered_attributes()),
+            (std::map<std::string, std::string>{{"thread.id", "4243"}}));
 }
 
 TEST(OtlpConvert, DetectsHostAndOwnProcess) {

@@ -489,6 +489,49 @@ TEST_P(OtlpSinkTest, DeltaWithoutAMatchingIntervalLeavesMinMaxOut) {
   EXPECT_FALSE(point.has_max());
 }
 
+TEST_P(OtlpSinkTest, DeltaExemplarsAreTheSlowCallsSinceThePreviousExport) {
+  auto receiver = start_receiver();
+  auto sink = make_delta_sink(*receiver);
+  auto first = sample_report();
+  SlowCall before = testing::slow_call(40'000'000, 11, first.time - 500ms, 3);
+  first.functions[0].total_slowest = {before};
+  first.functions[0].interval_slowest = {before};
+  sink->write(first);
+  ASSERT_TRUE(receiver->wait_for_accepted(1, 3s)) << logs_.all();
+
+  // An interval begun before that export: it holds a call the first export
+  // already counted (slower than the new ones) and a new one; the run's
+  // slowest hold the first export's call and another new one.
+  auto later = first;
+  later.time = first.time + 5s;
+  LatencyHistogram new_calls = testing::histogram_of({5000, 9000});
+  later.functions[0].total.merge(new_calls);
+  later.functions[0].interval.merge(new_calls);
+  SlowCall counted = testing::slow_call(30'000'000, 12, first.time - 200ms);
+  SlowCall fresh = testing::slow_call(9000, 13, first.time + 2s);
+  SlowCall fresh_too = testing::slow_call(5000, 14, first.time + 3s);
+  later.functions[0].total_slowest = {before, counted, fresh};
+  later.functions[0].interval_slowest = {counted, fresh, fresh_too};
+  sink->write(later);
+  sink->close();
+  ASSERT_EQ(receiver->accepted_count(), 2u) << logs_.all();
+  auto received = receiver->received();
+  const auto& first_point =
+      find_metric(received[0], "function_latency_ms")->histogram().data_points(0);
+  ASSERT_EQ(first_point.exemplars_size(), 1);
+  EXPECT_DOUBLE_EQ(first_point.exemplars(0).as_double(), 40.0);
+  EXPECT_EQ(attributes_of(first_point.exemplars(0).filtered_attributes())["code.stacktrace"],
+            "fn0+0x10 (/usr/bin/target-app)\nfn1+0x11 (/usr/bin/target-app)\n0x401200");
+  const auto& second_point =
+      find_metric(received[1], "function_latency_ms")->histogram().data_points(0);
+  EXPECT_EQ(second_point.count(), 2u);
+  std::vector<std::string> threads;
+  for (const auto& exemplar : second_point.exemplars()) {
+    threads.push_back(attributes_of(exemplar.filtered_attributes())["thread.id"]);
+  }
+  EXPECT_EQ(threads, (std::vector<std::string>{"13", "14"}));
+}
+
 TEST_P(OtlpSinkTest, DeltaOfTheCpuSplitIsTheChangeOfItsTotals) {
   auto receiver = start_receiver();
   auto sink = make_delta_sink(*receiver);

@@ -68,6 +68,26 @@ inline Report sample_report(uint64_t unit_ns = 1000, bool cpu_split = false) {
   return report;
 }
 
+// --slowest: a call of `duration_ns` by thread `tid` of process 4242 at
+// `time`, with `frames` stack frames: frame i is "fn<i>" at offset 0x10 + i
+// in /usr/bin/target-app, but every third has no symbol and the last no binary.
+inline SlowCall slow_call(uint64_t duration_ns, int tid, std::chrono::system_clock::time_point time,
+                          size_t frames = 0, std::string thread = "worker") {
+  SlowCall call;
+  call.duration_ns = duration_ns;
+  call.pid = 4242;
+  call.tid = tid;
+  call.thread = std::move(thread);
+  call.time = time;
+  for (size_t i = 0; i < frames; i++) {
+    StackFrame frame{.address = 0x401000 + 0x100 * i, .offset = 0x10 + i};
+    if (i % 3 != 2) frame.symbol = "fn" + std::to_string(i);
+    if (i + 1 < frames) frame.binary = "/usr/bin/target-app";
+    call.stack.push_back(frame);
+  }
+  return call;
+}
+
 // Attributes as key -> value text (ints in decimal).
 inline std::map<std::string, std::string> attributes_of(
     const google::protobuf::RepeatedPtrField<opentelemetry::proto::common::v1::KeyValue>&

@@ -91,6 +91,28 @@ TEST(PrometheusSink, ServesTheLatestReportInTheFormatAskedFor) {
   EXPECT_EQ(client.Get("/nothing-here")->status, 404);
 }
 
+TEST(PrometheusSink, ServesExemplarsOnlyInOpenMetrics) {
+  auto sink = start_on_any_port();
+  ASSERT_TRUE(sink);
+  Report report = report_of(3);
+  SlowCall call;
+  call.duration_ns = 300000;
+  call.pid = 7;
+  call.tid = 8;
+  call.time = std::chrono::system_clock::time_point(std::chrono::seconds(1'700'000'000));
+  report.functions[0].total_slowest = {call};
+  sink->write(report);
+  httplib::Client client("127.0.0.1", sink->port());
+  auto text = client.Get("/metrics");
+  ASSERT_TRUE(text);
+  EXPECT_EQ(text->body.find(" # {"), std::string::npos) << text->body;
+  auto open_metrics = client.Get("/metrics", {{"Accept", std::string(kPrometheusAccept)}});
+  ASSERT_TRUE(open_metrics);
+  EXPECT_NE(open_metrics->body.find(R"(le="0.512"} 3 # {pid="7",tid="8"} 0.3 1700000000.000)"),
+            std::string::npos)
+      << open_metrics->body;
+}
+
 TEST(PrometheusSink, SeriesLeftOutOfTheLatestReportAreNoLongerServed) {
   // --by pid: process 11 exited; the report after the one that last listed
   // it does not list it, and neither does /metrics.

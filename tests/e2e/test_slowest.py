@@ -1,0 +1,132 @@
+"""--slowest and --slower-than against workload-slow_paths (-O2, no frame
+pointers): one call of handle_request() in 1,000 sleeps 5 ms and always
+comes through slow_path_outer -> slow_path_inner; the program writes each
+slow call's thread, body time and caller-measured time (TRUTH.slow)."""
+
+import json
+import signal
+import time
+
+import pytest
+
+from conftest import free_port, parse_json_records, totals_by_symbol, wait_until
+from test_prometheus import PrometheusServer
+
+pytestmark = pytest.mark.bpf
+MODES = ["events", "kernel"]
+CALLS = 3000  # 3 slow calls
+SLOW = 3
+FUNCTION = "handle_request"
+
+
+def slow_truth(work) -> list:
+    return json.loads((work.truth_path.parent / (work.truth_path.name + ".slow")).read_text())
+
+
+def run_traced(procs, tool, program, args):
+    work = procs.start_workload(program, ["--calls", str(CALLS)])
+    traced = procs.start_tool(tool, ["--json", "-p", work.pid, *args, f"{program}:{FUNCTION}"])
+    work.start()
+    truth = work.finish()
+    assert traced.wait(30) == 0, traced.describe()
+    return work, truth, traced
+
+
+def assert_calls_match_truth(calls: list, truth: list, pid: int):
+    """The calls, in the order they ended, are the truth's slow calls: same
+    process and thread, each duration between the body's own time and the
+    caller's measurement around it."""
+    assert len(calls) == len(truth) == SLOW, (calls, truth)
+    for call, expected in zip(sorted(calls, key=lambda c: c["time_unix_nano"]), truth):
+        assert call["pid"] == pid and call["tid"] == expected["tid"], (call, expected)
+        assert expected["body_ns"] <= call["duration_ns"] <= expected["caller_ns"], (call, expected)
+
+
+def symbols_of(call: dict) -> list:
+    return [frame.get("symbol", "") for frame in call["stack"]]
+
+
+def assert_slow_path_stack(call: dict, program):
+    """Both callers of the slow path and main, innermost first; nothing of
+    the fast path."""
+    symbols = symbols_of(call)
+    for caller in ("slow_path_inner", "slow_path_outer", "main"):
+        assert caller in symbols, f"{caller} missing from {symbols}"
+    assert (symbols.index("slow_path_inner") < symbols.index("slow_path_outer")
+            < symbols.index("main")), symbols
+    assert not [s for s in symbols if s.startswith("fast_path")], symbols
+    inner = call["stack"][symbols.index("slow_path_inner")]
+    assert inner["binary"] == str(program), inner
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_slowest_names_the_slow_calls_and_their_stacks(procs, tool, workload, mode):
+    program = workload("slow_paths")
+    work, truth, traced = run_traced(procs, tool, program, ["--slowest", "3", "--mode", mode])
+    record = totals_by_symbol(traced.text("stdout"))[FUNCTION]
+    assert record["count"] == truth.function(FUNCTION)["returned"] == CALLS
+    assert record["slow_dropped"] == 0, record
+    exemplars = record["exemplars"]
+    assert_calls_match_truth(exemplars, slow_truth(work), work.pid)
+    for call in exemplars:
+        assert_slow_path_stack(call, program)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_slower_than_prints_exactly_the_slower_calls(procs, tool, workload, mode):
+    program = workload("slow_paths")
+    work, truth, traced = run_traced(procs, tool, program, ["--slower-than", "1ms", "--mode", mode])
+    records = parse_json_records(traced.text("stdout"))
+    slow_lines = [r for r in records if r.get("type") == "slow_call"]
+    assert all(r["symbol"] == FUNCTION and r["threshold_ns"] == 1_000_000 for r in slow_lines)
+    assert_calls_match_truth(slow_lines, slow_truth(work), work.pid)
+    for call in slow_lines:
+        assert_slow_path_stack(call, program)
+    # The histogram still counts every call, once.
+    assert totals_by_symbol(traced.text("stdout"))[FUNCTION]["count"] == CALLS
+
+
+def test_console_shows_the_slowest_block(procs, tool, workload):
+    program = workload("slow_paths")
+    work = procs.start_workload(program, ["--calls", str(CALLS)])
+    traced = procs.start_tool(tool, ["--slowest", "2", "-p", work.pid, f"{program}:{FUNCTION}"])
+    work.start()
+    work.finish()
+    assert traced.wait(30) == 0, traced.describe()
+    out = traced.text("stdout")
+    assert "slowest:" in out, out
+    block = out[out.index("slowest:"):]
+    assert block.count(f"tid {work.pid}") == 2, block
+    assert "slow_path_outer+0x" in block and "fast_path" not in block, block
+
+
+def test_prometheus_stores_the_slow_calls_as_exemplars(procs, tool, workload, tmp_path):
+    """Debian's prometheus with exemplar storage scrapes OpenMetrics from
+    --prometheus; /api/v1/query_exemplars returns slow calls of the
+    workload's thread, each over the 5 ms sleep."""
+    program = workload("slow_paths")
+    endpoint = f"127.0.0.1:{free_port()}"
+    prometheus = PrometheusServer(procs, tmp_path, endpoint,
+                                  flags=["--enable-feature=exemplar-storage"])
+    work = procs.start_workload(program, ["--calls", "0"])
+    traced = procs.start_tool(tool, ["--slowest", "3", "--prometheus", endpoint, "-p", work.pid,
+                                     f"{program}:{FUNCTION}"])
+    work.start()
+    query = f'ebpf_function_latency_ms_bucket{{symbol="{FUNCTION}"}}'
+
+    def exemplars():
+        now = time.time()
+        data = prometheus.api("query_exemplars", query=query, start=now - 600, end=now + 60)
+        return [e for series in data for e in series["exemplars"]]
+
+    assert wait_until(lambda: len(exemplars()) > 0, 30.0, interval=0.5), (
+        f"no exemplars\ntargets: {prometheus.api('targets')}\n{traced.describe()}")
+    found = exemplars()
+    for exemplar in found:
+        labels = exemplar["labels"]
+        assert labels["pid"] == str(work.pid) and labels["tid"] == str(work.pid), exemplar
+        # The sleep is 5 ms; nothing else in the program comes close.
+        assert 5.0 <= float(exemplar["value"]) < 100.0, exemplar
+    work.process.send(signal.SIGINT)
+    work.finish()
+    assert traced.wait(30) == 0, traced.describe()
