@@ -138,8 +138,25 @@ Result<LostCalls> read_lost(const json& object, const Place& at) {
   return lost;
 }
 
+// A stack frame as the console prints it: symbol+0xOFFSET (binary).
+std::string frame_text(const json& frame) {
+  auto text_of = [&frame](const char* key) {
+    auto it = frame.find(key);
+    return it != frame.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  std::string text = text_of("symbol");
+  auto offset = frame.find("offset");
+  if (!text.empty() && offset != frame.end() && offset->is_number_unsigned()) {
+    text += fmt::format("+0x{:x}", offset->get<uint64_t>());
+  }
+  if (text.empty()) text = text_of("address");
+  if (std::string binary = text_of("binary"); !binary.empty()) text += " (" + binary + ")";
+  return text;
+}
+
 std::string scalar_text(const json& value) {
   if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("address")) return frame_text(value);
   if (value.is_array()) {
     std::string text;
     for (const json& item : value) {

@@ -287,3 +287,33 @@ def test_prometheus_connections_counted_and_server_unharmed(procs, tool, tmp_pat
                              f"{server.describe()}")
     code = server.stop(signal.SIGTERM, timeout=EXIT_TIMEOUT)
     assert code == 0, f"prometheus exited with {code} on SIGTERM\n{server.describe()}"
+
+
+# --- Slowest calls: Go stacks by frame pointers --------------------------------
+
+
+@pytest.mark.bpf
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_slowest_go_calls_carry_their_goroutine_stack(procs, tool, go_program, variant):
+    """--slowest on main.sleepy: the exemplars' stacks (frame pointers: Go
+    has no .eh_frame; stripped or not) name the function, the closure that
+    called it, the truth wrapper and the goroutine's start, in that order,
+    and the program keeps running to a clean exit."""
+    program = go_program(variant)
+    work = procs.start_workload(program, ["--scenario", "sleepy"])
+    traced = procs.start_tool(tool, ["--json", "--slowest", "2", "-p", work.pid,
+                                     f"{program}:main.sleepy"])
+    work.start()
+    work.finish()
+    assert traced.wait(EXIT_TIMEOUT) == 0, traced.describe()
+    exemplars = totals_by_symbol(traced.text("stdout"))["main.sleepy"]["exemplars"]
+    assert len(exemplars) == 2, exemplars
+    want = ["main.sleepy", "main.runSleepy.func1.1", "main.(*functionTruth).call",
+            "main.runSleepy.func1", "runtime.goexit"]
+    for exemplar in exemplars:
+        assert exemplar["pid"] == work.pid and exemplar["duration_ns"] >= 3_000_000, exemplar
+        # The symbol table names assembly functions with their ABI
+        # ("runtime.goexit.abi0"); .gopclntab, read for stripped ones, does not.
+        symbols = [frame.get("symbol", "").removesuffix(".abi0") for frame in exemplar["stack"]]
+        assert symbols == want, symbols
+        assert all(frame["binary"] == str(program) for frame in exemplar["stack"]), exemplar

@@ -51,6 +51,23 @@ TEST(RunReader, IgnoresUnknownFieldsAndTypesAndReadsCpuSplitAndExemplars) {
   EXPECT_EQ(r.exemplars[0].description, "stack=f <- main  tid=9");
 }
 
+// What `--slowest` writes: frames read as the console prints them, and the
+// --slower-than lines (type slow_call) are skipped.
+TEST(RunReader, ExemplarStackFramesReadAsTheConsolePrintsThem) {
+  std::string line = kInterval;
+  line.pop_back();
+  line += R"(,"exemplars":[{"duration_ns":5000,"stack":[)"
+          R"({"address":"0x10","symbol":"slow","offset":26,"binary":"/bin/a"},)"
+          R"({"address":"0x7f00","binary":"/lib/libc.so.6"},{"address":"0x99"}]}]})";
+  auto run = parse_run(line + "\n" + R"({"type":"slow_call","duration_ns":7})" + "\n", "r");
+  ASSERT_TRUE(run) << run.error().message();
+  ASSERT_EQ(run->series.size(), 1u);
+  const Record& r = run->series[0].intervals[0];
+  ASSERT_EQ(r.exemplars.size(), 1u);
+  EXPECT_EQ(r.exemplars[0].description,
+            "stack=slow+0x1a (/bin/a) <- 0x7f00 (/lib/libc.so.6) <- 0x99");
+}
+
 TEST(RunReader, RefusesWithFileAndLine) {
   struct Case {
     std::string text;
