@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from conftest import free_port, parse_json_records, totals_by_symbol, wait_until
+from conftest import build_dir, free_port, parse_json_records, totals_by_symbol, wait_until
+from test_otlp import attributes, metrics_of, start_receiver
 from test_prometheus import PrometheusServer
 
 pytestmark = pytest.mark.bpf
@@ -130,3 +131,38 @@ def test_prometheus_stores_the_slow_calls_as_exemplars(procs, tool, workload, tm
     work.process.send(signal.SIGINT)
     work.finish()
     assert traced.wait(30) == 0, traced.describe()
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_otlp_receiver_decodes_the_slow_calls_as_exemplars(procs, tool, workload, protocol):
+    """A real OTLP receiver decodes the final export: the histogram point of
+    handle_request carries the 3 slow calls as exemplars (value in ms within
+    the truth's bounds, pid, thread id, a stack naming the slow path)."""
+    receiver = start_receiver(procs, build_dir() / "tests" / "programs" / "otlp-receiver")
+    program = workload("slow_paths")
+    work = procs.start_workload(program, ["--calls", str(CALLS)])
+    traced = procs.start_tool(tool, ["-p", work.pid, "--slowest", "3",
+                                     f"--otlp={receiver.url(protocol)}", "--otlp-protocol",
+                                     protocol, f"{program}:{FUNCTION}"])
+    work.start()
+    work.finish()
+    assert traced.wait(30) == 0, traced.describe()
+    _, _, metrics = metrics_of(receiver.wait_for_requests(1)[-1]["request"])
+    points = metrics["function_latency_ms"]["histogram"]["data_points"]
+    point = next(p for p in points if attributes(p["attributes"])["symbol"] == FUNCTION)
+    exemplars = point["exemplars"]
+    calls = [{"duration_ns": round(e["as_double"] * 1e6), "time_unix_nano": int(e["time_unix_nano"]),
+              "pid": int(attributes(e["filtered_attributes"])["process.pid"]),
+              "tid": int(attributes(e["filtered_attributes"])["thread.id"]),
+              "stacktrace": attributes(e["filtered_attributes"])["code.stacktrace"]}
+             for e in exemplars]
+    truth = slow_truth(work)
+    # as_double carries the duration in ms: allow the rounding back to ns.
+    for expected in truth:
+        expected["body_ns"] -= 1
+        expected["caller_ns"] += 1
+    assert_calls_match_truth(calls, truth, work.pid)
+    for call in calls:
+        frames = call["stacktrace"].splitlines()
+        assert any(f.startswith("slow_path_inner+0x") for f in frames), frames
+        assert not any(f.startswith("fast_path") for f in frames), frames
