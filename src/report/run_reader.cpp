@@ -149,7 +149,10 @@ std::string frame_text(const json& frame) {
   if (!text.empty() && offset != frame.end() && offset->is_number_unsigned()) {
     text += fmt::format("+0x{:x}", offset->get<uint64_t>());
   }
-  if (text.empty()) text = text_of("address");
+  if (auto address = frame.find("address"); text.empty() && address != frame.end()) {
+    text = address->is_number_unsigned() ? fmt::format("0x{:x}", address->get<uint64_t>())
+                                         : text_of("address");
+  }
   if (std::string binary = text_of("binary"); !binary.empty()) text += " (" + binary + ")";
   return text;
 }

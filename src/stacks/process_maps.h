@@ -46,7 +46,9 @@ std::vector<MemoryMapping> parse_process_maps(std::string_view text);
 // process has exited, or we may not look at it).
 Result<std::vector<MemoryMapping>> read_process_maps(const std::string& proc_root, int pid);
 
-// The mapping holding `address` in a sorted list, if any.
+// The mapping holding `address` in a sorted list, if any. The kernel never
+// lists overlapping mappings; where a list has them, only the last mapping
+// starting at or below `address` is looked at.
 const MemoryMapping* find_mapping(const std::vector<MemoryMapping>& maps, uint64_t address);
 
 }  // namespace funclatency
