@@ -19,8 +19,8 @@ uint64_t SlowThresholds::initial() const {
 uint64_t SlowThresholds::wanted(const Function& function) const {
   // Every call over --slower-than is shown, so the threshold stays there.
   if (options_.slower_than_ns || !options_.slowest) return initial();
-  if (function.slowest.size() < options_.slowest) return function.floor;
-  return std::max(function.floor, function.slowest.front());
+  if (function.slowest.size() < options_.slowest) return 0;
+  return function.slowest.front();
 }
 
 uint64_t SlowThresholds::threshold(uint32_t fn_id) const {
@@ -53,12 +53,7 @@ void SlowThresholds::observe(uint32_t fn_id, uint64_t duration_ns) {
 
 void SlowThresholds::start_interval() {
   for (uint32_t fn = 0; fn < functions_.size(); fn++) {
-    Function& function = functions_[fn];
-    // Fewer than K over the floor: this interval starts from nothing.
-    function.floor = function.slowest.size() >= options_.slowest && options_.slowest
-                         ? function.slowest.front()
-                         : 0;
-    function.slowest.clear();
+    functions_[fn].slowest.clear();
     note_change(fn);
   }
 }

@@ -1,10 +1,11 @@
 // --slowest K / --slower-than: the per-function threshold above which the
 // probes send a call with its stack. Kernel mode must not send a record per
 // call, so the threshold follows the K-th slowest call seen this interval
-// (every call slower than it is sent, so the K slowest always are); a new
-// interval starts from the last one's K-th slowest. With --slower-than the
-// threshold is that duration: every call over it is shown as it ends.
-// Pure: the session writes the changes to the kernel.
+// (every call at or over it is sent, so the K slowest always are); each
+// interval starts from nothing, so every interval has its K slowest (the
+// probes' own floor, fl_slow_floor, cuts the burst until this one rises).
+// With --slower-than the threshold is that duration: every call over it is
+// shown as it ends. Pure: the session writes the changes to the kernel.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +29,7 @@ class SlowThresholds {
   uint64_t initial() const;
   // A call of fn_id over its threshold, as its record arrived.
   void observe(uint32_t fn_id, uint64_t duration_ns);
-  // A new interval: the kept durations go, thresholds start from each
-  // function's last K-th slowest.
+  // A new interval: the kept durations go, thresholds start from 0.
   void start_interval();
   // A function attached later (ids grow).
   void add_function(uint32_t fn_id);
@@ -40,7 +40,6 @@ class SlowThresholds {
  private:
   struct Function {
     std::vector<uint64_t> slowest;  // min-heap of the interval's K slowest
-    uint64_t floor = 0;             // the interval's starting threshold
     uint64_t written = 0;           // what the kernel has
   };
   uint64_t wanted(const Function& function) const;

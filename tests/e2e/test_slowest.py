@@ -166,3 +166,25 @@ def test_otlp_receiver_decodes_the_slow_calls_as_exemplars(procs, tool, workload
         frames = call["stacktrace"].splitlines()
         assert any(f.startswith("slow_path_inner+0x") for f in frames), frames
         assert not any(f.startswith("fast_path") for f in frames), frames
+
+
+def test_every_interval_names_its_own_slowest_call(procs, tool, target_app):
+    """With -i, each interval has its slowest call even when it is faster
+    than an earlier interval's: in events mode (exact max) the first
+    exemplar of every interval record is its max_ns, and of the totals the
+    run's."""
+    work = procs.start_workload(target_app, ["--calls", "0", "--threads", "2"])
+    traced = procs.start_tool(tool, ["--json", "--mode", "events", "-i", "0.5", "-d", "2.6",
+                                     "--slowest", "2", "-p", work.pid, f"{target_app}:slow_op"])
+    work.start()
+    assert traced.wait(30) == 0, traced.describe()
+    records = [r for r in parse_json_records(traced.text("stdout")) if r.get("count")]
+    intervals = [r for r in records if r["type"] == "interval"]
+    assert len(intervals) >= 4, records
+    for record in records:
+        exemplars = record["exemplars"]
+        assert len(exemplars) == 2, record
+        assert exemplars[0]["duration_ns"] == record["max_ns"], record
+        assert exemplars[0]["duration_ns"] >= exemplars[1]["duration_ns"] >= record["min_ns"]
+    assert record["type"] == "total"
+    assert record["max_ns"] == max(r["max_ns"] for r in intervals)

@@ -31,16 +31,14 @@ TEST(SlowThresholds, FollowsTheKthSlowestOfTheInterval) {
   EXPECT_EQ(thresholds.take_changes(), (std::vector<std::pair<uint32_t, uint64_t>>{{0, 25}}));
   EXPECT_EQ(thresholds.threshold(1), 0u);  // functions apart
 
-  // A new interval starts from the last one's K-th slowest.
-  thresholds.start_interval();
-  EXPECT_TRUE(thresholds.take_changes().empty());
-  EXPECT_EQ(thresholds.threshold(0), 25u);
-  thresholds.observe(0, 26);
-  EXPECT_EQ(thresholds.threshold(0), 25u);
-  // An interval with fewer than K over the floor: the next starts from 0.
+  // Each interval starts from nothing: it has K slowest calls of its own.
   thresholds.start_interval();
   EXPECT_EQ(thresholds.threshold(0), 0u);
   EXPECT_EQ(thresholds.take_changes(), (std::vector<std::pair<uint32_t, uint64_t>>{{0, 0}}));
+  thresholds.observe(0, 1);
+  thresholds.observe(0, 2);
+  thresholds.observe(0, 3);
+  EXPECT_EQ(thresholds.threshold(0), 1u);
 }
 
 // Whatever the order, every call among the K slowest is at or over the
