@@ -349,7 +349,6 @@ Result<UniqueFd> open_stop_signalfd() {
 Result<void> run(const Config& config, const PrometheusCliValues& prometheus_values,
                  const OtlpCliValues& otlp_values, const PrivilegeCliValues& privilege_values) {
   const Messages messages{config.verbose};
-  start_uprobe_warmup();  // the kernel's first-uprobe wait, while we read and load (uprobe_multi.h)
   auto user = lookup_user(privilege_values);
   if (!user) return std::unexpected(user.error());
   // Kept to the end of the run: a library loaded later is resolved and
@@ -359,6 +358,7 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
   ProbePlanner planner;
   auto targets = plan_targets(config, resolver, planner, messages);
   if (!targets) return std::unexpected(targets.error());
+  start_uprobe_warmup();  // the kernel's first-uprobe wait, while we load (probe/uprobe_multi.h)
   auto sinks = open_sinks(config, prometheus_values, otlp_values, messages);
   if (!sinks) return std::unexpected(sinks.error());
   auto calibration = measure_overhead(config, messages);

@@ -128,10 +128,9 @@ ReportGroups report_groups(const Config& config, std::span<const AttachedSite> t
 }
 
 std::string links_line(size_t link_count, AttachMethod method) {
-  return fmt::format("{} links ({})", link_count,
-                     method == AttachMethod::kUprobeMulti
-                         ? "uprobe_multi: one per file and probe kind"
-                         : "perf-event uprobes: one per probe");
+  return fmt::format(
+      "{} links ({})", link_count,
+      method == AttachMethod::kUprobeMulti ? "uprobe_multi" : "perf-event uprobes: one per probe");
 }
 
 std::string attached_line(const AttachedSite& site) {

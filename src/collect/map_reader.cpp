@@ -106,15 +106,17 @@ Result<void> MapReader::read_totals(
 Result<void> MapReader::read_series(
     int series_stats_fd,
     const std::function<void(const fl_series_key&, const KernelTotals&)>& visit) {
-  buffer_.resize(stride_of(sizeof(fl_fn_stats)) * num_cpus_);
   fl_series_key key{}, next{};
   const fl_series_key* previous = nullptr;
   while (bpf_map_get_next_key(series_stats_fd, previous, &next) == 0) {
     key = next;
     previous = &key;
     // A series deleted meanwhile (its process exited) is skipped.
-    if (bpf_map_lookup_elem(series_stats_fd, &key, buffer_.data()) < 0) continue;
-    visit(key, sum_stats(buffer_, num_cpus_));
+    fl_fn_stats stats;
+    if (bpf_map_lookup_elem(series_stats_fd, &key, &stats) < 0) continue;
+    KernelTotals totals;
+    add_cpu_stats(totals, stats);
+    visit(key, totals);
   }
   if (errno != ENOENT) return runtime_error("read the kernel histograms of series", errno);
   return {};

@@ -23,8 +23,9 @@ class MapReader {
                            const std::function<void(uint32_t, const KernelTotals&)>& visit);
   // Every function's lost-call counters, indexed by function id.
   Result<std::vector<LostCounts>> read_all_lost();
-  // --by in kernel mode: every series' totals in a per-CPU hash keyed by
-  // fl_series_key (series come and go: one key at a time).
+  // --by in kernel mode: every series' totals in a hash keyed by
+  // fl_series_key, one value for all CPUs (series come and go: one key at a
+  // time).
   Result<void> read_series(
       int series_stats_fd,
       const std::function<void(const fl_series_key&, const KernelTotals&)>& visit);

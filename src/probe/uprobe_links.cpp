@@ -4,7 +4,12 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
+#include <system_error>
+#include <thread>
 #include <utility>
 
 #include "probe/privileges.h"
@@ -123,42 +128,73 @@ std::string refusal(ProbeKind kind, uint64_t offset) {
   return fmt::format("the kernel cannot place a {} at 0x{:x}", name_of(kind), offset);
 }
 
-// One uprobe_multi link for a group; when the kernel refuses a point, which
-// fails the whole link, finds the refused points one at a time instead.
-Result<std::optional<ProbeLink>> attach_multi(bpf_program* program, const std::string& binary,
-                                              ProbeKind kind, const std::vector<ProbePoint>& points,
-                                              int pid, std::map<uint32_t, std::string>& refused) {
-  const bool is_return = kind == ProbeKind::kReturn;
+// A link attached in this pass and the points it holds: a function refused
+// later (at another of its points) is taken out of it again.
+struct PassLink {
+  ProbeLink link;
+  std::string binary;
+  ProbeKind kind;
+  std::vector<ProbePoint> points;
+};
+
+Result<int> create_multi(bpf_program* program, const std::string& binary, ProbeKind kind,
+                         std::span<const ProbePoint> points, int pid) {
   std::vector<uint64_t> offsets, cookies;
+  offsets.reserve(points.size());
+  cookies.reserve(points.size());
   for (const auto& point : points) {
     offsets.push_back(point.offset);
     cookies.push_back(point.cookie);
   }
-  auto fd =
-      create_uprobe_multi_link(bpf_program__fd(program), binary, offsets, cookies, is_return, pid);
-  if (fd) return std::optional<ProbeLink>(ProbeLink::from_fd(*fd));
-  int err = fd.error().errno_value;
-  if (!refused_by_kernel(err)) {
-    return std::unexpected(attach_error(
-        fmt::format("attach {} {}s to {}", points.size(), name_of(kind), binary), err, pid));
-  }
-  for (const auto& point : points) {
-    uint64_t offset = point.offset, cookie = point.cookie;
-    auto single = create_uprobe_multi_link(bpf_program__fd(program), binary, {&offset, 1},
-                                           {&cookie, 1}, is_return, pid);
-    if (single) {
-      ::close(*single);
-    } else if (refused_by_kernel(single.error().errno_value)) {
-      refused.emplace(point.cookie, refusal(kind, point.offset));
+  return create_uprobe_multi_link(bpf_program__fd(program), binary, offsets, cookies,
+                                  kind == ProbeKind::kReturn, pid);
+}
+
+// uprobe_multi links for `points`. The kernel refuses a whole link for one
+// point it cannot take, and every failed or closed link waits for an RCU
+// tasks-trace grace period (tens of ms), so refused points are found by
+// bisection: a half that attaches is kept as a link, a half that fails is
+// split again, a single point that fails is refused. r refused points among
+// n cost ~2 r log2(n) attempts and leave ~r log2(n) links, not n of each.
+// `known_refused`: the kernel already refused these points as one link.
+// True when every point went into one link.
+Result<bool> attach_bisecting(bpf_program* program, const std::string& binary, ProbeKind kind,
+                              std::span<const ProbePoint> points, int pid, bool known_refused,
+                              std::map<uint32_t, std::string>& refused,
+                              std::vector<PassLink>& links) {
+  if (points.empty()) return true;
+  if (!known_refused || points.size() == 1) {
+    auto fd = create_multi(program, binary, kind, points, pid);
+    if (fd) {
+      links.push_back({ProbeLink::from_fd(*fd), binary, kind, {points.begin(), points.end()}});
+      return true;
+    }
+    const int err = fd.error().errno_value;
+    if (!refused_by_kernel(err)) {
+      return std::unexpected(attach_error(
+          fmt::format("attach {} {}s to {}", points.size(), name_of(kind), binary), err, pid));
+    }
+    if (points.size() == 1) {
+      refused.emplace(points[0].cookie, refusal(kind, points[0].offset));
+      return false;
     }
   }
-  return std::optional<ProbeLink>();
+  const size_t half = points.size() / 2;
+  auto first =
+      attach_bisecting(program, binary, kind, points.first(half), pid, false, refused, links);
+  if (!first) return first;
+  // The whole failed; when the first half went in whole, the second half
+  // holds a refused point: split it without trying it whole.
+  auto second =
+      attach_bisecting(program, binary, kind, points.subspan(half), pid, *first, refused, links);
+  if (!second) return second;
+  return false;
 }
 
 // One perf-event uprobe per point of a group (kernels without uprobe_multi).
 Result<void> attach_each(bpf_program* program, const std::string& binary, ProbeKind kind,
-                         const std::vector<ProbePoint>& points, int pid,
-                         std::vector<ProbeLink>& links, std::map<uint32_t, std::string>& refused) {
+                         std::span<const ProbePoint> points, int pid,
+                         std::map<uint32_t, std::string>& refused, std::vector<PassLink>& links) {
   for (const auto& point : points) {
     bpf_uprobe_opts opts{};
     opts.sz = sizeof(opts);
@@ -167,7 +203,7 @@ Result<void> attach_each(bpf_program* program, const std::string& binary, ProbeK
     bpf_link* link =
         bpf_program__attach_uprobe_opts(program, pid, binary.c_str(), point.offset, &opts);
     if (link) {
-      links.push_back(ProbeLink::from_libbpf(link));
+      links.push_back({ProbeLink::from_libbpf(link), binary, kind, {point}});
       continue;
     }
     int err = errno;
@@ -182,24 +218,192 @@ Result<void> attach_each(bpf_program* program, const std::string& binary, ProbeK
   return {};
 }
 
+// A link that holds points of a function refused after it was attached (at
+// another of its points) is made again without them, so that no function
+// stays half-probed.
+Result<void> drop_refused_points(const BpfObject& object, std::vector<PassLink>& links,
+                                 const std::map<uint32_t, std::string>& refused, int pid) {
+  for (auto& pass_link : links) {
+    auto& points = pass_link.points;
+    auto kept = std::partition(points.begin(), points.end(), [&](const ProbePoint& p) {
+      return !refused.contains(static_cast<uint32_t>(p.cookie));
+    });
+    if (kept == points.end()) continue;
+    points.erase(kept, points.end());
+    pass_link.link.reset();
+    if (points.empty()) continue;
+    // A perf-event link holds one point (now gone): what is left is of a
+    // uprobe_multi link.
+    auto fd = create_multi(program_of(object, pass_link.kind), pass_link.binary, pass_link.kind,
+                           points, pid);
+    if (!fd) {
+      const int err = fd.error().errno_value;
+      if (refused_by_kernel(err)) {
+        return runtime_error("attach probes: the kernel refused a probe it took before", err);
+      }
+      return std::unexpected(attach_error(fmt::format("attach {} {}s to {}", points.size(),
+                                                      name_of(pass_link.kind), pass_link.binary),
+                                          err, pid));
+    }
+    pass_link.link = ProbeLink::from_fd(*fd);
+  }
+  return {};
+}
+
+// The points of functions not refused so far.
+std::vector<ProbePoint> without_refused(const std::vector<ProbePoint>& points,
+                                        const std::map<uint32_t, std::string>& refused) {
+  std::vector<ProbePoint> kept;
+  kept.reserve(points.size());
+  for (const auto& point : points) {
+    if (!refused.contains(static_cast<uint32_t>(point.cookie))) kept.push_back(point);
+  }
+  return kept;
+}
+
+// Whether x86 uprobes likely refuse the instruction at a probe point: one
+// with a LOCK or ES/CS/SS/DS segment prefix (the kernel's is_prefix_bad), or
+// a VEX/EVEX-encoded one (the kernel checks its opcode byte against the
+// one-byte opcode table, where most are refused: vmovd, vpxor, vmovdqu; not
+// vzeroupper). Only a hint of what to try alone: the kernel's answer decides.
+bool likely_refused(const ProbePoint& point) {
+  if (!point.site || !point.site->file) return false;
+  constexpr size_t kMaxInstruction = 15;
+  for (uint8_t byte : point.site->file->bytes_at(point.offset, kMaxInstruction)) {
+    switch (byte) {
+      case 0xf0:  // lock
+      case 0x26:  // es
+      case 0x2e:  // cs
+      case 0x36:  // ss
+      case 0x3e:  // ds
+      case 0xc4:  // VEX (3 bytes), VEX (2 bytes), EVEX: in 64-bit code
+      case 0xc5:
+      case 0x62:
+        return true;
+      case 0x64:  // fs, gs, operand and address size, rep/repne: more prefixes may follow
+      case 0x65:
+      case 0x66:
+      case 0x67:
+      case 0xf2:
+      case 0xf3:
+        continue;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+// Calls work(0) ... work(n - 1) from up to kMaxThreads threads at once
+// (the caller's among them), for syscalls that wait for RCU grace periods:
+// waits in several threads overlap. Returns when every call has returned.
+void for_each_at_once(size_t n, const std::function<void(size_t)>& work) {
+  constexpr size_t kMaxThreads = 16;
+  const size_t lanes = std::min(n, kMaxThreads);
+  std::vector<std::thread> threads;
+  for (size_t lane = 1; lane < lanes; lane++) {
+    try {
+      threads.emplace_back([&work, n, lane, lanes] {
+        for (size_t i = lane; i < n; i += lanes) work(i);
+      });
+    } catch (const std::system_error&) {
+      break;  // no thread: the caller's takes its share
+    }
+  }
+  // Lane 0, and the lanes of threads that could not start.
+  for (size_t i = 0; i < n; i++) {
+    if (i % lanes == 0 || i % lanes > threads.size()) work(i);
+  }
+  for (auto& thread : threads) thread.join();
+}
+
+// A point the kernel likely refuses, to be tried in a link of its own.
+struct Suspect {
+  std::string binary;
+  ProbeKind kind;
+  ProbePoint point;
+};
+
+// A link for each suspect, all at once: a refused one costs grace periods,
+// and their waits overlap.
+Result<void> attach_singly(const BpfObject& object, const std::vector<Suspect>& suspects, int pid,
+                           std::map<uint32_t, std::string>& refused, std::vector<PassLink>& links) {
+  std::vector<Result<int>> created(suspects.size());
+  for_each_at_once(suspects.size(), [&](size_t i) {
+    const Suspect& suspect = suspects[i];
+    created[i] = create_multi(program_of(object, suspect.kind), suspect.binary, suspect.kind,
+                              {&suspect.point, 1}, pid);
+  });
+  std::optional<Error> failure;
+  for (size_t i = 0; i < suspects.size(); i++) {
+    const Suspect& suspect = suspects[i];
+    if (created[i]) {
+      links.push_back(
+          {ProbeLink::from_fd(*created[i]), suspect.binary, suspect.kind, {suspect.point}});
+    } else if (refused_by_kernel(created[i].error().errno_value)) {
+      refused.emplace(suspect.point.cookie, refusal(suspect.kind, suspect.point.offset));
+    } else if (!failure) {
+      failure = attach_error(fmt::format("attach a {} to {} at 0x{:x}", name_of(suspect.kind),
+                                         suspect.binary, suspect.point.offset),
+                             created[i].error().errno_value, pid);
+    }
+  }
+  if (failure) return std::unexpected(*failure);
+  return {};
+}
+
+// uprobe_multi links for every group: the points the kernel likely refuses
+// first, each alone (a refusal then costs one failed link, and the
+// function's other points are never attached), then the rest of each group
+// in one link, bisected if the kernel refuses a point the check did not
+// foresee.
+Result<void> attach_multi(const BpfObject& object, const ProbeGroups& groups, int pid,
+                          std::map<uint32_t, std::string>& refused, std::vector<PassLink>& links) {
+  std::vector<Suspect> suspects;
+  ProbeGroups rest;
+  for (const auto& [key, points] : groups) {
+    for (const auto& point : points) {
+      if (likely_refused(point)) {
+        suspects.push_back({key.first, key.second, point});
+      } else {
+        rest[key].push_back(point);
+      }
+    }
+  }
+  auto singly = attach_singly(object, suspects, pid, refused, links);
+  if (!singly) return singly;
+  for (const auto& [key, points] : rest) {
+    const auto& [binary, kind] = key;
+    auto attached = attach_bisecting(program_of(object, kind), binary, kind,
+                                     without_refused(points, refused), pid, false, refused, links);
+    if (!attached) return std::unexpected(attached.error());
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const ProbeSite> sites,
                                       std::span<const ProbePlan> plans, int pid,
                                       AttachMethod method, uint32_t first_fn_id,
-                                      const std::map<uint32_t, std::string>& skip,
                                       std::map<uint32_t, std::string>& refused) {
-  for (const auto& [key, points] : group_probe_points(sites, plans, first_fn_id, skip)) {
-    const auto& [binary, kind] = key;
-    bpf_program* program = program_of(object, kind);
-    if (method == AttachMethod::kPerfEvent) {
-      auto attached = attach_each(program, binary, kind, points, pid, links_, refused);
+  std::vector<PassLink> links;
+  auto groups = group_probe_points(sites, plans, first_fn_id, refused);
+  if (method == AttachMethod::kPerfEvent) {
+    for (const auto& [key, points] : groups) {
+      const auto& [binary, kind] = key;
+      auto attached = attach_each(program_of(object, kind), binary, kind,
+                                  without_refused(points, refused), pid, refused, links);
       if (!attached) return attached;
-      continue;
     }
-    auto link = attach_multi(program, binary, kind, points, pid, refused);
-    if (!link) return std::unexpected(link.error());
-    if (*link) links_.push_back(std::move(**link));
+  } else {
+    auto attached = attach_multi(object, groups, pid, refused, links);
+    if (!attached) return attached;
+  }
+  auto kept = drop_refused_points(object, links, refused, pid);
+  if (!kept) return kept;
+  for (auto& pass_link : links) {
+    if (!pass_link.points.empty()) links_.push_back(std::move(pass_link.link));
   }
   return {};
 }
@@ -210,26 +414,13 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
   UprobeLinks result;
   int target_pid = pid.value_or(-1);
   // Functions the planner refused are left out from the start.
-  std::map<uint32_t, std::string> planned_out;
+  std::map<uint32_t, std::string> refused;
   for (uint32_t index = 0; index < plans.size(); index++) {
-    if (!plans[index].refused.empty()) {
-      planned_out.emplace(first_fn_id + index, plans[index].refused);
-    }
+    if (!plans[index].refused.empty()) refused.emplace(first_fn_id + index, plans[index].refused);
   }
-  std::map<uint32_t, std::string> refused = planned_out;
-  auto first = result.attach_pass(object, sites, plans, target_pid, method, first_fn_id,
-                                  planned_out, refused);
-  if (!first) return std::unexpected(first.error());
-  if (refused.size() > planned_out.size()) {
-    // Again without the refused functions, so no function is half-probed.
-    result.links_.clear();
-    std::map<uint32_t, std::string> again;
-    auto second =
-        result.attach_pass(object, sites, plans, target_pid, method, first_fn_id, refused, again);
-    if (!second) return std::unexpected(second.error());
-    if (!again.empty())
-      return runtime_error("attach probes: the kernel refused a probe it took before");
-  }
+  auto attached =
+      result.attach_pass(object, sites, plans, target_pid, method, first_fn_id, refused);
+  if (!attached) return std::unexpected(attached.error());
   if (refused.size() == sites.size() && !sites.empty()) {
     const auto& [fn_id, reason] = *refused.begin();
     const ProbeSite& site = sites[fn_id - first_fn_id];
@@ -251,6 +442,11 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
                                          plan.entry_description, plan.exit_description});
   }
   return result;
+}
+
+void UprobeLinks::detach_all() {
+  std::vector<ProbeLink> links = std::exchange(links_, {});
+  for_each_at_once(links.size(), [&links](size_t i) { links[i].reset(); });
 }
 
 void UprobeLinks::adopt(UprobeLinks&& more) {
@@ -315,7 +511,10 @@ Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const Probe
   auto object = BpfObject::load(options);
   if (object) {
     auto probes = attach_all(std::move(*object), sites, plans, pid, AttachMethod::kUprobeMulti);
-    if (probes) return probes;
+    if (probes) {
+      finish_uprobe_warmup();
+      return probes;
+    }
     int err = probes.error().errno_value;
     // Any other failure (a bad file, a dead process) fails the same way below.
     if (err != EINVAL && err != EOPNOTSUPP && err != ENOSYS) return std::unexpected(probes.error());
@@ -326,7 +525,9 @@ Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const Probe
   options.uprobe_multi = false;
   auto fallback = BpfObject::load(options);
   if (!fallback) return std::unexpected(fallback.error());
-  return attach_all(std::move(*fallback), sites, plans, pid, AttachMethod::kPerfEvent);
+  auto probes = attach_all(std::move(*fallback), sites, plans, pid, AttachMethod::kPerfEvent);
+  if (probes) finish_uprobe_warmup();
+  return probes;
 }
 
 }  // namespace funclatency

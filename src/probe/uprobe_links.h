@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "probe/bpf_object.h"
 #include "probe/probe_plan.h"
+#include "probe/uprobe_multi.h"  // start_uprobe_warmup(): call it early, before load_and_attach
 #include "symbols/probe_site.h"
 
 struct bpf_link;
@@ -73,15 +74,17 @@ class UprobeLinks {
   const std::vector<AttachedSite>& sites() const { return sites_; }
   const std::vector<DroppedFunction>& dropped() const { return dropped_; }
   size_t link_count() const { return links_.size(); }
-  void detach_all() { links_.clear(); }
+  // Closes every link. Each close waits for RCU grace periods (tens of ms),
+  // so links are closed from several threads at once: their waits overlap.
+  void detach_all();
 
  private:
-  // One pass over every probe point; functions in `skip` are left out, and
-  // functions whose probe the kernel refuses are added to `refused`.
+  // One pass over every probe point: functions in `refused` are left out,
+  // and a function one of whose probes the kernel refuses is added to it
+  // and left out whole (its probes attached before are taken out again).
   Result<void> attach_pass(const BpfObject& object, std::span<const ProbeSite> sites,
                            std::span<const ProbePlan> plans, int pid, AttachMethod method,
-                           uint32_t first_fn_id, const std::map<uint32_t, std::string>& skip,
-                           std::map<uint32_t, std::string>& refused);
+                           uint32_t first_fn_id, std::map<uint32_t, std::string>& refused);
 
   std::vector<ProbeLink> links_;
   std::vector<AttachedSite> sites_;
@@ -107,7 +110,7 @@ struct TracingProbes {
 
 // Loads the BPF object with the programs `plans` need (plus those `options`
 // asks for) and attaches every plan. Plans the planner refused are left out
-// as dropped().
+// as dropped(). Returns once start_uprobe_warmup()'s link is made.
 Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const ProbeSite> sites,
                                       std::span<const ProbePlan> plans, std::optional<int> pid);
 

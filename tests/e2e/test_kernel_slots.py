@@ -4,8 +4,10 @@ tests/programs/kernel_slots (10 hot at 1,000-10,000 calls/s, 290 cold at 2
 calls/s) traced with 4 slots, fewer than the hot functions: every function's
 count equals the program's own, in auto mode across slots changing hands and
 with --mode kernel beyond the pool; at most 4 functions are in kernel mode at
-any interval, hot ones; the kernel memory the run locks follows the slots."""
+any interval, hot ones; the kernel memory the run locks follows the slots,
+and --by's series in kernel mode do not multiply it by the CPUs."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -160,3 +162,33 @@ def test_kernel_memory_follows_the_slots(procs, tool, slot_rates):
     assert memory[SLOTS] < memory[300], memory
     added = 296 * (PER_CPU_SLOT_BYTES * possible_cpus() + 8)
     assert memory[300] - memory[SLOTS] == added, (memory, added)
+
+
+def series_memory(procs, tool, app, processes) -> int:
+    """kernel_memory_bytes of `--by pid --mode kernel` on app:slow_op while
+    `processes` copies of it run (alive at the end: a series of a process that
+    exited leaves the map)."""
+    for _ in range(processes):
+        procs.spawn([app, "--rate", "50", "--threads", "1"])
+    traced = procs.start_tool(tool, ["--json", "--mode", "kernel", "--by", "pid", "-i", "0.5",
+                                     f"{app}:slow_op"])
+    time.sleep(1.5)
+    assert traced.stop() == 0, traced.describe()
+    totals = [r for r in parse_json_records(traced.text("stdout")) if r["type"] == "total"]
+    assert len([r for r in totals if "pid" in r]) == processes, totals
+    values = {r["kernel_memory_bytes"] for r in totals}
+    assert len(values) == 1, values
+    return values.pop()
+
+
+def test_series_memory_does_not_grow_with_the_cpus(procs, tool, private_app):
+    """Issue 16: --by in kernel mode keeps one histogram per series, shared by
+    every CPU (the probes add atomically), not one per CPU: 3 live processes
+    lock 2 series more than 1 does, ~5,888 B each (the histogram and its hash
+    entry), whatever the number of CPUs (a per-CPU value would be 5,792 B per
+    possible CPU)."""
+    one = series_memory(procs, tool, private_app, 1)
+    procs.kill_all()
+    three = series_memory(procs, tool, private_app, 3)
+    per_series = (three - one) / 2
+    assert PER_CPU_SLOT_BYTES <= per_series < PER_CPU_SLOT_BYTES + 512, (one, three, per_series)

@@ -26,22 +26,8 @@
 
 typedef unsigned long (*slot_fn)(unsigned long);
 
-// Distinct bodies, so that no two functions are folded into one.
-#define DEFINE(name, k)                                         \
-  __attribute__((noinline)) unsigned long name(unsigned long x) { \
-    __asm__ volatile("" : "+r"(x));                             \
-    return x * (k) + (k);                                       \
-  }
-#define ENTRY(name, k) {#name, name},
-#define TEN(F, p, k)                                                                   \
-  F(p##0, (k)*10 + 0) F(p##1, (k)*10 + 1) F(p##2, (k)*10 + 2) F(p##3, (k)*10 + 3)     \
-  F(p##4, (k)*10 + 4) F(p##5, (k)*10 + 5) F(p##6, (k)*10 + 6) F(p##7, (k)*10 + 7)     \
-  F(p##8, (k)*10 + 8) F(p##9, (k)*10 + 9)
-#define HUNDRED(F, p, k)                                                                    \
-  TEN(F, p##0, (k)*10 + 0) TEN(F, p##1, (k)*10 + 1) TEN(F, p##2, (k)*10 + 2)              \
-  TEN(F, p##3, (k)*10 + 3) TEN(F, p##4, (k)*10 + 4) TEN(F, p##5, (k)*10 + 5)              \
-  TEN(F, p##6, (k)*10 + 6) TEN(F, p##7, (k)*10 + 7) TEN(F, p##8, (k)*10 + 8)              \
-  TEN(F, p##9, (k)*10 + 9)
+#include "many_functions.h"
+
 // slots_cold_000 ... slots_cold_289, then slots_hot_0 ... slots_hot_9.
 #define ALL(F)                                                                              \
   HUNDRED(F, slots_cold_0, 0) HUNDRED(F, slots_cold_1, 1) TEN(F, slots_cold_20, 20)        \
