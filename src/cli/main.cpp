@@ -358,7 +358,6 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
   ProbePlanner planner;
   auto targets = plan_targets(config, resolver, planner, messages);
   if (!targets) return std::unexpected(targets.error());
-  start_uprobe_warmup();  // the kernel's first-uprobe wait, while we load (probe/uprobe_multi.h)
   auto sinks = open_sinks(config, prometheus_values, otlp_values, messages);
   if (!sinks) return std::unexpected(sinks.error());
   auto calibration = measure_overhead(config, messages);

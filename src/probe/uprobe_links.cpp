@@ -511,10 +511,7 @@ Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const Probe
   auto object = BpfObject::load(options);
   if (object) {
     auto probes = attach_all(std::move(*object), sites, plans, pid, AttachMethod::kUprobeMulti);
-    if (probes) {
-      finish_uprobe_warmup();
-      return probes;
-    }
+    if (probes) return probes;
     int err = probes.error().errno_value;
     // Any other failure (a bad file, a dead process) fails the same way below.
     if (err != EINVAL && err != EOPNOTSUPP && err != ENOSYS) return std::unexpected(probes.error());
@@ -525,9 +522,7 @@ Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const Probe
   options.uprobe_multi = false;
   auto fallback = BpfObject::load(options);
   if (!fallback) return std::unexpected(fallback.error());
-  auto probes = attach_all(std::move(*fallback), sites, plans, pid, AttachMethod::kPerfEvent);
-  if (probes) finish_uprobe_warmup();
-  return probes;
+  return attach_all(std::move(*fallback), sites, plans, pid, AttachMethod::kPerfEvent);
 }
 
 }  // namespace funclatency

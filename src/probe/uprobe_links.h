@@ -13,7 +13,6 @@
 #include "common/error.h"
 #include "probe/bpf_object.h"
 #include "probe/probe_plan.h"
-#include "probe/uprobe_multi.h"  // start_uprobe_warmup(): call it early, before load_and_attach
 #include "symbols/probe_site.h"
 
 struct bpf_link;
@@ -110,7 +109,7 @@ struct TracingProbes {
 
 // Loads the BPF object with the programs `plans` need (plus those `options`
 // asks for) and attaches every plan. Plans the planner refused are left out
-// as dropped(). Returns once start_uprobe_warmup()'s link is made.
+// as dropped().
 Result<TracingProbes> load_and_attach(LoadOptions options, std::span<const ProbeSite> sites,
                                       std::span<const ProbePlan> plans, std::optional<int> pid);
 

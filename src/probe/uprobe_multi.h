@@ -24,19 +24,4 @@ Result<int> create_uprobe_multi_link(int program_fd, const std::string& path,
                                      std::span<const uint64_t> offsets,
                                      std::span<const uint64_t> cookies, bool return_probe, int pid);
 
-// The first uprobe a run registers waits for an RCU grace period (uprobe
-// registration takes the percpu rwsem dup_mmap_sem for writing: 10-15 ms
-// here, more than funclatency's whole start-up CPU); registrations that
-// follow within a grace period do not wait. So once its targets are found
-// (a typo still fails at once), the run starts, in a thread of its own, a
-// uprobe_multi link of an empty program on a function of this binary that
-// nothing calls (filtered to this process): the wait runs while the BPF
-// object is verified and loaded, and the real links find the lock ready.
-// The thread removes its probe (another wait) once privileges are dropped.
-// A failure (no uprobe_multi, no privileges) only loses the head start.
-void start_uprobe_warmup();
-// Waits until the warm-up link has been made: at once after a real link
-// was, which waited for the same grace period. Before dropping privileges.
-void finish_uprobe_warmup();
-
 }  // namespace funclatency

@@ -5,8 +5,11 @@
 // another (fast_path_outer -> fast_path_inner). Built with -O2 and without
 // frame pointers, as Debian builds, so a stack is right only if it was
 // unwound with the binary's CFI. Besides the usual truth file it writes
-// TRUTH.slow: per slow call its thread id, the body's own time and the time
-// the caller measured around it (a tracer's duration lies between the two).
+// TRUTH.slow: per call that took 500 us or more (by the caller's clock: the
+// slow ones, and any fast one a preemption made long) its index, thread id,
+// whether it was a slow-path call, the body's own time and the time the
+// caller measured around it (a tracer's duration lies between the two), and
+// the wall-clock time it returned (to pair it with what a tracer reports).
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +24,7 @@ namespace {
 
 constexpr std::uint64_t kSlowEvery = 1000;
 constexpr std::uint64_t kSlowNs = 5'000'000;
+constexpr std::uint64_t kRecordNs = 500'000;  // calls the truth lists
 
 volatile std::uint64_t g_sink = 0;
 
@@ -87,11 +91,16 @@ int main(int argc, char** argv) {
     funclatency::workload::timed_call(truth,
                                       [&] { slow ? slow_path_outer(i) : fast_path_outer(i); });
     const std::uint64_t caller_ns = funclatency::workload::monotonic_ns() - start;
-    if (slow) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    if (slow || caller_ns >= kRecordNs) {
       slow_calls.push_back({{"index", i},
                             {"tid", tid},
+                            {"slow_path", slow},
                             {"body_ns", last_body.end_ns - last_body.start_ns},
-                            {"caller_ns", caller_ns}});
+                            {"caller_ns", caller_ns},
+                            {"end_unix_ns", static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000 +
+                                                static_cast<std::uint64_t>(now.tv_nsec)}});
     }
   }
   if (!run.options().truth_path.empty()) {
