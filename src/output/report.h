@@ -114,7 +114,7 @@ struct Report {
   std::chrono::system_clock::time_point time;  // end of the interval
   std::vector<FunctionReport> functions;
   uint64_t ringbuf_dropped_total = 0;  // sum of LostCounts::ringbuf over functions
-  uint64_t series_folded = 0;  // --by: series folded into `other` (over --max-series) so far
+  uint64_t series_folded = 0;        // --by: series folded into `other` (over --max-series) so far
   uint64_t kernel_memory_bytes = 0;  // what the BPF maps lock (set in total reports)
 };
 

@@ -29,11 +29,12 @@ typedef unsigned long (*slot_fn)(unsigned long);
 #include "many_functions.h"
 
 // slots_cold_000 ... slots_cold_289, then slots_hot_0 ... slots_hot_9.
-#define ALL(F)                                                                              \
-  HUNDRED(F, slots_cold_0, 0) HUNDRED(F, slots_cold_1, 1) TEN(F, slots_cold_20, 20)        \
-  TEN(F, slots_cold_21, 21) TEN(F, slots_cold_22, 22) TEN(F, slots_cold_23, 23)            \
-  TEN(F, slots_cold_24, 24) TEN(F, slots_cold_25, 25) TEN(F, slots_cold_26, 26)            \
-  TEN(F, slots_cold_27, 27) TEN(F, slots_cold_28, 28) TEN(F, slots_hot_, 1000)
+#define ALL(F)                                                                          \
+  HUNDRED(F, slots_cold_0, 0)                                                           \
+  HUNDRED(F, slots_cold_1, 1) TEN(F, slots_cold_20, 20) TEN(F, slots_cold_21, 21)       \
+      TEN(F, slots_cold_22, 22) TEN(F, slots_cold_23, 23) TEN(F, slots_cold_24, 24)     \
+          TEN(F, slots_cold_25, 25) TEN(F, slots_cold_26, 26) TEN(F, slots_cold_27, 27) \
+              TEN(F, slots_cold_28, 28) TEN(F, slots_hot_, 1000)
 
 ALL(DEFINE)
 
@@ -45,7 +46,10 @@ enum { kCount = sizeof(kFunctions) / sizeof(kFunctions[0]), kCold = 290, kHot = 
 _Static_assert(kCount == 300, "300 functions");
 
 static volatile sig_atomic_t started;
-static void on_start(int signo) { (void)signo; started = 1; }
+static void on_start(int signo) {
+  (void)signo;
+  started = 1;
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -99,8 +103,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--wait-signal") == 0) wait_signal = 1;
     if (strcmp(argv[i], "--help") == 0) {
-      fprintf(stderr, "usage: %s [--wait-signal] [--truth FILE] [--seconds S] [--hot-rate R] "
-                      "[--cold-rate R] [--then-seconds S] [--then-hot-from K]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--wait-signal] [--truth FILE] [--seconds S] [--hot-rate R] "
+              "[--cold-rate R] [--then-seconds S] [--then-hot-from K]\n",
+              argv[0]);
       return 0;
     }
   }
