@@ -38,7 +38,8 @@ void SlowThresholds::note_change(uint32_t fn_id) {
 }
 
 void SlowThresholds::observe(uint32_t fn_id, uint64_t duration_ns) {
-  if (fn_id >= functions_.size() || !options_.slowest) return;
+  // --slower-than pins the threshold: the K slowest need no bound then.
+  if (fn_id >= functions_.size() || !options_.slowest || options_.slower_than_ns) return;
   auto& heap = functions_[fn_id].slowest;
   if (heap.size() < options_.slowest) {
     heap.push_back(duration_ns);

@@ -77,11 +77,7 @@ std::string format_stack(const std::vector<StackFrame>& stack, std::string_view 
 }  // namespace
 
 std::string format_stack_frame(const StackFrame& frame) {
-  std::string text = frame.symbol.empty()
-                         ? fmt::format("0x{:x}", frame.address)
-                         : fmt::format("{}+0x{:x}", printable(frame.symbol), frame.offset);
-  if (!frame.binary.empty()) text += " (" + printable(frame.binary) + ")";
-  return text;
+  return printable(frame_text(frame));
 }
 
 std::string format_slow_call_line(const SlowCall& call) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,19 @@ struct StackFrame {
   uint64_t offset = 0;   // address minus the symbol's start (valid with a symbol)
   std::string binary;    // path of the mapped file; empty when unknown ([anon], JIT)
 };
+
+// How a frame reads in every output: "symbol+0xOFFSET (binary)",
+// "0xADDRESS (binary)" where unnamed, without " (binary)" where unknown or
+// not asked for.
+inline std::string frame_text(const StackFrame& frame, bool with_binary = true) {
+  char hex[24];
+  std::snprintf(
+      hex, sizeof hex, frame.symbol.empty() ? "0x%llx" : "+0x%llx",
+      static_cast<unsigned long long>(frame.symbol.empty() ? frame.address : frame.offset));
+  std::string text = frame.symbol + hex;
+  if (with_binary && !frame.binary.empty()) text += " (" + frame.binary + ")";
+  return text;
+}
 
 // --slowest/--slower-than: one call with who made it and its stack; an
 // exemplar of the histogram it is counted in.

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <system_error>
 #include <tuple>
@@ -109,17 +108,8 @@ std::string stacktrace_of(const std::vector<StackFrame>& stack) {
   std::string text;
   const size_t shown = std::min(stack.size(), kMaxExemplarFrames);
   for (size_t i = 0; i < shown; i++) {
-    const StackFrame& frame = stack[i];
     if (!text.empty()) text += '\n';
-    char hex[24];
-    if (frame.symbol.empty()) {
-      std::snprintf(hex, sizeof hex, "0x%llx", static_cast<unsigned long long>(frame.address));
-      text += hex;
-    } else {
-      std::snprintf(hex, sizeof hex, "+0x%llx", static_cast<unsigned long long>(frame.offset));
-      text += frame.symbol + hex;
-    }
-    if (!frame.binary.empty()) text += " (" + frame.binary + ")";
+    text += frame_text(stack[i]);
   }
   if (stack.size() > shown) text += "\n... " + std::to_string(stack.size() - shown) + " more";
   return text;

@@ -238,9 +238,7 @@ std::string format_ns_as_ms(uint64_t ns) {
 std::string exemplar_frame(const std::vector<StackFrame>& stack, std::string_view function) {
   for (const StackFrame& frame : stack) {
     if (frame.symbol.empty() || frame.symbol == function) continue;
-    char offset[24];
-    auto [end, ec] = std::to_chars(offset, offset + sizeof offset, frame.offset, 16);
-    return frame.symbol + "+0x" + std::string(offset, end);
+    return frame_text(frame, false);
   }
   return {};
 }

@@ -27,14 +27,16 @@
 typedef unsigned long (*slot_fn)(unsigned long);
 
 #include "many_functions.h"
+#include "program_options.h"
 
 // slots_cold_000 ... slots_cold_289, then slots_hot_0 ... slots_hot_9.
 #define ALL(F)                                                                          \
   HUNDRED(F, slots_cold_0, 0)                                                           \
-  HUNDRED(F, slots_cold_1, 1) TEN(F, slots_cold_20, 20) TEN(F, slots_cold_21, 21)       \
-      TEN(F, slots_cold_22, 22) TEN(F, slots_cold_23, 23) TEN(F, slots_cold_24, 24)     \
-          TEN(F, slots_cold_25, 25) TEN(F, slots_cold_26, 26) TEN(F, slots_cold_27, 27) \
-              TEN(F, slots_cold_28, 28) TEN(F, slots_hot_, 1000)
+  HUNDRED(F, slots_cold_1, 1)                                                           \
+  TEN(F, slots_cold_20, 20) TEN(F, slots_cold_21, 21) TEN(F, slots_cold_22, 22)         \
+      TEN(F, slots_cold_23, 23) TEN(F, slots_cold_24, 24) TEN(F, slots_cold_25, 25)     \
+          TEN(F, slots_cold_26, 26) TEN(F, slots_cold_27, 27) TEN(F, slots_cold_28, 28) \
+              TEN(F, slots_hot_, 1000)
 
 ALL(DEFINE)
 
@@ -85,17 +87,8 @@ static void run_phase(const double* rates, double seconds) {
 }
 
 static double option(int argc, char** argv, const char* name, double fallback) {
-  for (int i = 1; i + 1 < argc; i++) {
-    if (strcmp(argv[i], name) == 0) return atof(argv[i + 1]);
-  }
-  return fallback;
-}
-
-static const char* text_option(int argc, char** argv, const char* name) {
-  for (int i = 1; i + 1 < argc; i++) {
-    if (strcmp(argv[i], name) == 0) return argv[i + 1];
-  }
-  return NULL;
+  const char* text = text_option(argc, argv, name);
+  return text ? atof(text) : fallback;
 }
 
 int main(int argc, char** argv) {

@@ -29,6 +29,7 @@
 typedef unsigned long (*ok_fn)(unsigned long);
 
 #include "many_functions.h"
+#include "program_options.h"
 
 // clang-format off
 #define ALL(F)                                                                         \
@@ -88,13 +89,6 @@ static volatile sig_atomic_t started;
 static void on_start(int signo) {
   (void)signo;
   started = 1;
-}
-
-static const char* text_option(int argc, char** argv, const char* name) {
-  for (int i = 1; i + 1 < argc; i++) {
-    if (strcmp(argv[i], name) == 0) return argv[i + 1];
-  }
-  return NULL;
 }
 
 int main(int argc, char** argv) {

@@ -65,6 +65,16 @@ SlowCall sample_slow_call() {
   return call;
 }
 
+// A shorter call of the same thread with a --cpu-split and no stack.
+SlowCall sample_split_call() {
+  SlowCall split = sample_slow_call();
+  split.duration_ns = 700'000;
+  split.runnable_ns = 100'000;
+  split.blocked_ns = 450'000;
+  split.stack.clear();
+  return split;
+}
+
 // How the console prints `time`: local time of day to the microsecond.
 std::string local_time_of(std::chrono::system_clock::time_point time, int micros) {
   std::time_t seconds = std::chrono::system_clock::to_time_t(time);
@@ -238,12 +248,8 @@ TEST(ConsoleFormat, ControlBytesInNamesDoNotReachTheTerminal) {
 TEST(ConsoleFormat, SlowestBlockFollowsTheSummaryWithStacks) {
   Report report = sample_report();
   SlowCall slow = sample_slow_call();
-  SlowCall split = slow;
-  split.duration_ns = 700'000;
-  split.runnable_ns = 100'000;
-  split.blocked_ns = 450'000;
+  SlowCall split = sample_split_call();
   split.thread.clear();
-  split.stack.clear();
   report.functions[0].interval_slowest = {slow, split};
   const std::string at = local_time_of(slow.time, 250042);
   EXPECT_TRUE(format_report(report, ConsoleOptions{})
@@ -475,11 +481,7 @@ TEST(JsonFormat, NamesThatAreNotUtf8StillMakeJson) {
 TEST(JsonFormat, ExemplarsAreTheRecordsSlowestCalls) {
   Report report = sample_report();
   SlowCall slow = sample_slow_call();
-  SlowCall split = slow;
-  split.duration_ns = 700'000;
-  split.runnable_ns = 100'000;
-  split.blocked_ns = 450'000;
-  split.stack.clear();
+  SlowCall split = sample_split_call();
   report.functions[0].interval_slowest = {slow, split};
   report.functions[0].total_slowest = {split};
   report.functions[0].interval_lost.slow_dropped = 3;

@@ -20,24 +20,13 @@
 #include <thread>
 #include <vector>
 
+#include "describe_frames.h"
 #include "stacks/stack_resolver.h"
 
 namespace funclatency {
 namespace {
 
 #ifdef GOSTACK_DIR
-
-std::string describe(const std::vector<StackFrame>& frames) {
-  std::string text;
-  for (const StackFrame& frame : frames) {
-    char address[32];
-    std::snprintf(address, sizeof address, "%#llx ",
-                  static_cast<unsigned long long>(frame.address));
-    text += address + (frame.symbol.empty() ? "?" : frame.symbol) + "+" +
-            std::to_string(frame.offset) + " (" + frame.binary + ")\n";
-  }
-  return text;
-}
 
 // The Go program, started with stdin and stdout on pipes; killed on exit.
 class GoProgram {

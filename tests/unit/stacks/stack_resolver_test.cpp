@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "describe_frames.h"
 #include "stack_capture.h"
 
 namespace funclatency {
@@ -88,18 +89,6 @@ std::vector<std::string> symbols_of(const std::vector<StackFrame>& frames) {
   std::vector<std::string> symbols;
   for (const StackFrame& frame : frames) symbols.push_back(frame.symbol);
   return symbols;
-}
-
-std::string describe(const std::vector<StackFrame>& frames) {
-  std::string text;
-  for (const StackFrame& frame : frames) {
-    char address[32];
-    std::snprintf(address, sizeof address, "%#llx ",
-                  static_cast<unsigned long long>(frame.address));
-    text += address + (frame.symbol.empty() ? "?" : frame.symbol) + "+" +
-            std::to_string(frame.offset) + " (" + frame.binary + ")\n";
-  }
-  return text;
 }
 
 // The index of the first frame named `symbol` (or starting with it, for
