@@ -38,6 +38,7 @@
 #include "probe/bpf_object.h"
 #include "probe/library_watch.h"
 #include "probe/uprobe_links.h"
+#include "probe/uprobe_warmup.h"
 #include "report/report_commands.h"
 #include "stacks/stack_resolver.h"
 #include "symbols/elf_symbol_resolver.h"
@@ -266,9 +267,13 @@ Result<TracingProbes> attach(const Config& config, const LoadOptions& load,
   auto probes = load_and_attach(load, targets.sites, targets.plans, config.pid);
   if (!probes) return std::unexpected(probes.error());
   messages.detail(links_line(probes->links.link_count(), probes->method));
-  messages.detail(fmt::format("kernel memory locked by the BPF maps: {} bytes ({} kernel slots)",
-                              probes->object->locked_memory(), probes->object->kernel_slots()));
-  for (const auto& site : probes->links.sites()) messages.detail(attached_line(site));
+  messages.detail([&] {
+    return fmt::format("kernel memory locked by the BPF maps: {} bytes ({} kernel slots)",
+                       probes->object->locked_memory(), probes->object->kernel_slots());
+  });
+  for (const auto& site : probes->links.sites()) {
+    messages.detail([&] { return attached_line(site); });
+  }
   const auto& dropped = probes->links.dropped();
   if (!dropped.empty()) messages.note(dropped_line(dropped));
   for (const auto& function : dropped) messages.detail(function.symbol + ": " + function.reason);
@@ -358,6 +363,7 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
   ProbePlanner planner;
   auto targets = plan_targets(config, resolver, planner, messages);
   if (!targets) return std::unexpected(targets.error());
+  UprobeWarmup warmup;  // the kernel's first-uprobe wait, while we load (probe/uprobe_warmup.h)
   auto sinks = open_sinks(config, prometheus_values, otlp_values, messages);
   if (!sinks) return std::unexpected(sinks.error());
   auto calibration = measure_overhead(config, messages);
@@ -368,6 +374,7 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
   for (const auto& fd : *cgroups) load.cgroup_fds.push_back(fd.get());
   auto probes = attach(config, load, *targets, messages);
   if (!probes) return std::unexpected(probes.error());
+  warmup.wait_registered();
   Aggregator aggregator = make_aggregator(config, *probes);
   LateAttacher late(config, targets->waiting,
                     watch_options(config, load, probes->method,
@@ -381,6 +388,7 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
       (late.waiting() ? late_attach_capabilities(probes->method == AttachMethod::kPerfEvent) : 0) |
           (slow_threshold_options(config).any() ? stack_unwinding_capabilities() : 0));
   if (!dropped) return std::unexpected(dropped.error());
+  warmup.release();
 
   SessionOptions options = session_options(config);
   if (config.verbose)

@@ -2,6 +2,7 @@
 // details only with -v.
 #pragma once
 
+#include <concepts>
 #include <cstdio>
 #include <string>
 
@@ -15,6 +16,12 @@ struct Messages {
   }
   void detail(const std::string& line) const {
     if (verbose) note(line);
+  }
+  // A detail that costs something to write (a read of /proc, say): made
+  // only with -v.
+  template <std::invocable Make>
+  void detail(const Make& make) const {
+    if (verbose) note(make());
   }
 };
 

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/futex.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,8 +19,8 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <fstream>
-#include <thread>
 
 namespace funclatency {
 
@@ -56,7 +57,23 @@ void drop_own_capabilities(int) {
   forbid_regaining(0);
   capset_thread(0, 0);
   dropped_threads.fetch_add(1);
+  // The word is the atomic's own int; FUTEX_WAKE is async-signal-safe.
+  syscall(SYS_futex, &dropped_threads, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
   errno = saved;
+}
+
+// Until `expected` threads have acknowledged or `give_up` has passed: woken
+// by each acknowledgement (a sleep between checks cost every start ~1 ms).
+void wait_for_acknowledgements(int expected, std::chrono::steady_clock::time_point give_up) {
+  static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
+  for (int seen = dropped_threads.load(); seen < expected; seen = dropped_threads.load()) {
+    auto left = give_up - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero()) return;
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec timeout{static_cast<time_t>(ns / 1'000'000'000),
+                     static_cast<long>(ns % 1'000'000'000)};
+    syscall(SYS_futex, &dropped_threads, FUTEX_WAIT_PRIVATE, seen, &timeout, nullptr, 0);
+  }
 }
 
 // The thread's CapEff and CapPrm from /proc/self/task/TID/status; nullopt
@@ -113,10 +130,8 @@ Result<void> drop_in_other_threads() {
     if (holding.empty()) break;
     int expected = dropped_threads.load() + static_cast<int>(holding.size());
     for (pid_t tid : holding) syscall(SYS_tgkill, getpid(), tid, signo);
-    auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-    while (dropped_threads.load() < expected && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    wait_for_acknowledgements(expected,
+                              std::chrono::steady_clock::now() + std::chrono::milliseconds(500));
   }
   sigaction(signo, &previous, nullptr);
   if (!holding.empty()) {

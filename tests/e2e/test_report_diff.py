@@ -32,7 +32,10 @@ def record_run(procs, tool, target_app, out, seed, extra=()):
 def diff(tool, base, new, *args):
     result = run_tool(tool, ["diff", base, new, "--json", *args])
     assert result.returncode in (0, 3), result.stderr
-    return result.returncode, {f["symbol"]: f for f in json.loads(result.stdout)["functions"]}
+    listed = json.loads(result.stdout)["functions"]
+    by_symbol = {f["symbol"]: f for f in listed}
+    assert len(by_symbol) == len(listed), f"a symbol listed twice: {result.stdout}"
+    return result.returncode, by_symbol
 
 
 @pytest.mark.bpf
