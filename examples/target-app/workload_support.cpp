@@ -79,6 +79,10 @@ void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted,
   bool disturbed = preempted || first_return_on_thread;
   returned_.fetch_add(1, std::memory_order_relaxed);
   sum_ns_.fetch_add(duration_ns, std::memory_order_relaxed);
+  if (!disturbed) {
+    undisturbed_.fetch_add(1, std::memory_order_relaxed);
+    undisturbed_sum_ns_.fetch_add(duration_ns, std::memory_order_relaxed);
+  }
   atomic_min(min_ns_, duration_ns);
   atomic_max(max_ns_, duration_ns);
   std::size_t row = usec_row(duration_ns);
@@ -122,6 +126,8 @@ nlohmann::json FunctionTruth::to_json() const {
           {"returned", returned},
           {"abandoned", abandoned},
           {"sum_ns", sum_ns_.load()},
+          {"undisturbed", undisturbed_.load()},
+          {"undisturbed_sum_ns", undisturbed_sum_ns_.load()},
           {"min_ns", returned == 0 ? 0 : min_ns_.load()},
           {"max_ns", max_ns_.load()},
           {"log2_usec", std::move(rows)}};

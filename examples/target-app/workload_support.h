@@ -111,6 +111,10 @@ class FunctionTruth {
   std::atomic<std::uint64_t> returned_{0};
   std::atomic<std::uint64_t> abandoned_{0};
   std::atomic<std::uint64_t> sum_ns_{0};
+  // Returns neither preempted nor a thread's first: their mean follows the
+  // speed the machine ran the function at, without a preemption's outlier.
+  std::atomic<std::uint64_t> undisturbed_{0};
+  std::atomic<std::uint64_t> undisturbed_sum_ns_{0};
   std::atomic<std::uint64_t> min_ns_{UINT64_MAX};
   std::atomic<std::uint64_t> max_ns_{0};
   std::array<std::atomic<std::uint64_t>, kLog2Rows> rows_{};
