@@ -5,8 +5,9 @@ the program's own clock (this VM runs a whole run of them up to ~35% slower
 now and then, which target-app's --truth sees too); a pair judged unchanged
 passes --fail-if-slower 20. A slow_op made 1.5x slower (target-app
 --slow-scale 1.5) is "slower" with the p50 ratio near 1.5, and
---fail-if-slower 20 exits 3 on it. Both subcommands refuse malformed input
-with one line."""
+--fail-if-slower 20 exits 3 on it. Several runs a side, their JSON lines in
+one file, are pooled. Both subcommands refuse malformed input with one
+line."""
 
 import json
 
@@ -126,6 +127,32 @@ def test_slow_op_shifted_1_5x_is_slower_and_fails_the_gate(procs, tool, target_a
     assert table.returncode == 0
     line = next(l for l in table.stdout.splitlines() if l.startswith("slow_op"))
     assert line.rstrip().endswith("faster"), table.stdout
+
+
+@pytest.mark.bpf
+def test_several_runs_per_side_in_one_file(procs, tool, target_app, tmp_path):
+    """README: each side may be several runs, their JSON lines in one file;
+    the diff pools their calls and intervals."""
+    files, own = {}, {}
+    for side, seeds in (("base", (21, 22, 23)), ("new", (24, 25, 26))):
+        runs = [record_run(procs, tool, target_app, tmp_path / f"{side}{seed}.ndjson", seed)
+                for seed in seeds]
+        files[side] = tmp_path / f"{side}.ndjson"
+        files[side].write_text("".join(out.read_text() for out, _ in runs))
+        own[side] = {s: sum(t.function(s)["undisturbed_sum_ns"] for _, t in runs) /
+                     sum(t.function(s)["undisturbed"] for _, t in runs) for s in SYMBOLS}
+        one_run = json.loads(run_tool(tool, ["diff", runs[0][0], runs[0][0], "--json"]).stdout)
+        intervals_of_one = {f["symbol"]: f["base"]["intervals"] for f in one_run["functions"]}
+    code, functions = diff(tool, files["base"], files["new"])
+    assert code == 0
+    for symbol, function in functions.items():
+        calls = CALLS * (4 if symbol == "fast_op" else 1)  # target-app: 4 fast_op per slow_op
+        assert function["base"]["count"] == function["new"]["count"] == 3 * calls, function
+        assert function["new"]["intervals"] > 2 * intervals_of_one[symbol], function
+    assert functions["slow_op"]["verdict"] == "no significant change", functions["slow_op"]
+    for symbol in ("fast_op", "cet_op"):
+        assert_follows_own_clock(functions[symbol]["verdict"],
+                                 own["new"][symbol] / own["base"][symbol], functions[symbol])
 
 
 GOOD = ('{"type":"interval","time":"2026-01-01T00:00:00.000000Z","symbol":"f","binary":"/b",'
