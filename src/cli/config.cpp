@@ -12,6 +12,7 @@ extern "C" {
 }
 
 #include "funclatency_version.h"  // generated: cmake/VersionHeader.cmake
+#include "symbols/target_spec.h"
 
 namespace funclatency {
 
@@ -88,8 +89,19 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                "Calibrate first, then take the probes' own cost off every duration");
   app.add_option("TARGET", v.targets,
                  "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
-                 "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.")
-      ->required();
+                 "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.\n"
+                 "With --follow: PROGRAM:FUNCTION, PROGRAM as containers see it");
+  app.add_flag("--follow", v.follow,
+               "Follow each TARGET's program into every container: PROGRAM is a path as the\n"
+               "processes see it (/app/server), or an executable's name; every process on\n"
+               "the host that runs it, now or started later, is traced (one probe set per\n"
+               "file, shared by the containers of an image). Series by cgroup by default");
+  app.add_option("--config", v.config_file,
+                 "Run as a node agent from a YAML file of targets and exporters (see the man\n"
+                 "page); SIGHUP re-reads it, keeping what did not change")
+      ->type_name("FILE");
+  app.add_flag("--check-config", v.check_config,
+               "With --config: check the file, say what it follows, and exit (0: valid)");
   app.add_option("-p,--pid", v.pid, "Trace only this process; exit when it exits")
       ->check(CLI::PositiveNumber);
   app.add_option("-i,--interval", v.interval_s, "Print a histogram every SECS seconds")
@@ -162,7 +174,35 @@ Result<Config> finish_config(const CommandLine& v) {
                                  FL_MAX_CGROUP_FILTERS));
   }
 
-  config.targets = v.targets;
+  if (v.follow && !v.config_file.empty()) {
+    return bad_input("--follow and --config both name programs to follow",
+                     "put the targets in the --config file");
+  }
+  if (v.check_config && v.config_file.empty()) {
+    return bad_input("--check-config needs --config FILE");
+  }
+  if ((v.follow || !v.config_file.empty()) && v.pid > 0) {
+    return bad_input(v.follow ? "--follow follows programs into every process; -p names one"
+                              : "--config follows programs into every process; -p names one",
+                     "leave -p out, or trace the process without --follow");
+  }
+  if (!v.config_file.empty() && !v.targets.empty()) {
+    return bad_input("TARGETs and --config both given", "put the targets in the --config file");
+  }
+  if (v.targets.empty() && v.config_file.empty() && !v.calibrate) {
+    return bad_input("no TARGET given", "write BINARY:FUNCTION (see --help), or --config FILE");
+  }
+  config.config_file = v.config_file;
+  config.check_config = v.check_config;
+  if (v.follow) {
+    auto followed = follow_targets_of(v.targets, v.regex);
+    if (!followed) return std::unexpected(followed.error());
+    config.follow_targets = std::move(*followed);
+    // A followed program runs in many containers: each is a series.
+    if (v.by.empty()) config.series_by = FL_BY_CGROUP;
+  } else {
+    config.targets = v.targets;
+  }
   if (v.pid > 0) config.pid = v.pid;
   config.interval = std::chrono::milliseconds(static_cast<int64_t>(v.interval_s * 1000));
   if (v.duration_s > 0) {
@@ -197,13 +237,44 @@ Result<Config> finish_config(const CommandLine& v) {
     config.exit_probes = ExitProbeChoice::kReturnProbe;
   else if (v.exit_probes == "ret")
     config.exit_probes = ExitProbeChoice::kRetInstructions;
-  for (const auto& target : config.targets) {
+  for (const auto& target : v.targets) {
     if (target.find(':') == std::string::npos) {
       return bad_input("TARGET \"" + target + "\" has no ':'",
                        "write BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p");
     }
   }
   return config;
+}
+
+Result<std::vector<FollowTarget>> follow_targets_of(const std::vector<std::string>& targets,
+                                                    bool regex) {
+  std::vector<FollowTarget> followed;
+  for (const auto& target : targets) {
+    auto spec = parse_target(target, regex);
+    if (!spec) return std::unexpected(spec.error());
+    const std::string& program = spec->binary;
+    if (program.empty() || (program.find('/') != std::string::npos && !program.starts_with('/'))) {
+      return bad_input(fmt::format("--follow TARGET \"{}\" needs its program as the containers "
+                                   "see it",
+                                   target),
+                       "write /path/in/the/container:FUNCTION, or PROGRAM-NAME:FUNCTION");
+    }
+    auto same = std::find_if(followed.begin(), followed.end(),
+                             [&](const FollowTarget& t) { return t.program == program; });
+    if (same == followed.end()) {
+      followed.push_back(FollowTarget{.program = program, .regex = regex});
+      same = followed.end() - 1;
+    }
+    same->functions.push_back(spec->function);
+  }
+  return followed;
+}
+
+void apply_agent_settings(const AgentConfig& agent, CommandLine& values) {
+  const AgentSettings& s = agent.settings;
+  if (values.by.empty()) values.by = s.by.empty() ? std::vector<std::string>{"cgroup"} : s.by;
+  if (values.slowest == 0) values.slowest = s.slowest;
+  if (values.interval_s == 0 && s.interval) values.interval_s = s.interval->count() / 1000.0;
 }
 
 }  // namespace funclatency

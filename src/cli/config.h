@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent_config.h"
 #include "collect/trace_session.h"
 #include "probe/probe_plan.h"
 
@@ -44,6 +45,13 @@ struct Config {
   std::vector<std::string> cgroups;        // -c/--cgroup: cgroup v2 directories to trace
   size_t slowest = 0;                      // --slowest K: the K slowest calls with their stacks
   std::optional<uint64_t> slower_than_ns;  // --slower-than: show each slower call as it ends
+  // --follow or --config: programs followed into every container (each
+  // process that runs them, now or later); `targets` is then empty.
+  std::vector<FollowTarget> follow_targets;
+  std::string config_file;  // --config: re-read on SIGHUP
+  bool check_config = false;
+
+  bool following() const { return !follow_targets.empty(); }
 };
 
 // Raw values CLI11 fills; turned into a Config by finish_config.
@@ -68,10 +76,19 @@ struct CommandLine {
   std::vector<std::string> cgroups;
   size_t slowest = 0;
   std::string slower_than;
+  bool follow = false;
+  std::string config_file;
+  bool check_config = false;
 };
 
 void add_core_options(CLI::App& app, CommandLine& values);
 Result<Config> finish_config(const CommandLine& values);
+// --follow: the TARGETs as programs to follow, one target per program.
+Result<std::vector<FollowTarget>> follow_targets_of(const std::vector<std::string>& targets,
+                                                    bool regex);
+// --config: the file's settings where the command line left them unset, and
+// its targets to follow.
+void apply_agent_settings(const AgentConfig& agent, CommandLine& values);
 // A duration with its unit: "10ms", "250us", "1.5s", "800ns".
 Result<uint64_t> parse_duration_ns(std::string_view text);
 

@@ -18,6 +18,8 @@
 #include <set>
 #include <string_view>
 
+#include "agent/agent_config.h"
+#include "agent/program_follower.h"
 #include "cli/config.h"
 #include "cli/late_attacher.h"
 #include "cli/messages.h"
@@ -36,6 +38,8 @@
 #include "output/prometheus/prometheus_cli.h"
 #include "output/prometheus/prometheus_module.h"
 #include "probe/bpf_object.h"
+#include "probe/exec_watch.h"
+#include "probe/function_attacher.h"
 #include "probe/library_watch.h"
 #include "probe/uprobe_links.h"
 #include "probe/uprobe_warmup.h"
@@ -58,6 +62,10 @@ Examples:
   funclatency -r 'libssl:^SSL_(read|write)$'       regex over a library
   funclatency --json -d 10 ./app:slow_op           JSON lines for 10 seconds
   funclatency -l 'c:str*'                          list what a pattern matches
+  funclatency --follow /app/server:handle_request  in every container running /app/server,
+                                                   now and later; series by container
+  funclatency --config /etc/funclatency/agent.yaml node agent: targets and exporters from
+                                                   a file; SIGHUP reloads it
 
 Exit status: 0 success, 1 runtime failure, 2 bad usage or input
 (funclatency diff: 3 when --fail-if-slower fails).
@@ -109,6 +117,21 @@ int run_offline(int argc, char** argv) {
   if (!diff) return fail(diff.error());
   std::fputs(diff->text.c_str(), stdout);
   return diff->gate_failed ? 3 : 0;
+}
+
+// --config: the exporters the file names, where the command line named none.
+void apply_exporter_settings(const AgentSettings& settings, PrometheusCliValues& prometheus,
+                             OtlpCliValues& otlp) {
+  if (settings.prometheus && !prometheus.enabled) {
+    prometheus.enabled = true;
+    prometheus.listen = settings.prometheus->listen;
+    prometheus.web_config = settings.prometheus->web_config;
+  }
+  if (settings.otlp && !otlp.enabled) {
+    otlp.enabled = true;
+    otlp.endpoint = settings.otlp->endpoint;
+    if (!settings.otlp->protocol.empty()) otlp.protocol = settings.otlp->protocol;
+  }
 }
 
 // Reports a stage's error; the exit code either way.
@@ -182,9 +205,10 @@ Result<void> resolve_target(const Config& config, const TargetSpec& spec,
 // Every function the TARGETs name, each once, and where its probes go.
 Result<PlannedTargets> plan_targets(const Config& config, ElfSymbolResolver& resolver,
                                     ProbePlanner& planner, const Messages& messages) {
+  PlannedTargets targets;
+  if (config.following()) return targets;  // attached as the programs are found
   auto specs = parse_targets(config);
   if (!specs) return std::unexpected(specs.error());
-  PlannedTargets targets;
   std::set<std::pair<std::string, uint64_t>> seen;
   for (const auto& spec : *specs) {
     auto resolved = resolve_target(config, spec, resolver, messages, seen, targets);
@@ -251,9 +275,10 @@ Result<Sinks> open_sinks(const Config& config, const PrometheusCliValues& promet
 }
 
 // With --subtract-overhead: what the probes add to each duration.
+// Following programs, too: the self-metrics count what the probes cost.
 Result<std::optional<Calibration>> measure_overhead(const Config& config,
                                                     const Messages& messages) {
-  if (!config.subtract_overhead) return std::optional<Calibration>();
+  if (!config.subtract_overhead && !config.following()) return std::optional<Calibration>();
   auto measured = calibrate();
   if (!measured) return std::unexpected(measured.error());
   messages.detail(format_calibration(*measured));
@@ -333,6 +358,112 @@ std::function<std::vector<StackFrame>(const fl_slow_call&)> stack_unwinding(
   };
 }
 
+// --follow/--config: the programs followed into containers, and how a
+// reload of the file goes (the self-metrics say it too).
+struct Following {
+  std::unique_ptr<FunctionAttacher> attacher;
+  std::unique_ptr<ProgramFollower> follower;
+  std::vector<FollowTarget> targets;  // the last good configuration's
+  std::optional<AgentSettings> settings;
+  bool started = false;
+  bool last_reload_ok = true;
+  uint64_t reload_failures = 0;
+};
+
+Result<Following> start_following(const Config& config, const LoadOptions& load,
+                                  const std::optional<Calibration>& calibration,
+                                  ElfSymbolResolver& resolver, ProbePlanner& planner,
+                                  TracingProbes& probes, Aggregator& aggregator,
+                                  const Messages& messages) {
+  Following following;
+  if (!config.following()) return following;
+  auto watch = ExecWatch::start();
+  if (!watch) return std::unexpected(watch.error());
+  AttachSettings settings =
+      attach_settings(config, load, probes.method,
+                      config.subtract_overhead ? calibration : std::optional<Calibration>());
+  settings.cost_ns = [calibration](const ProbePlan& plan) -> uint64_t {
+    return calibration ? calibration->for_plan(plan) : 0;
+  };
+  following.attacher =
+      std::make_unique<FunctionAttacher>(std::move(settings), 0, resolver, planner);
+  following.follower = std::make_unique<ProgramFollower>(
+      std::move(*watch), *following.attacher, *probes.object, aggregator,
+      [messages](const std::string& line) { messages.note(line); },
+      [messages](const std::string& line) { messages.detail(line); });
+  following.targets = config.follow_targets;
+  return following;
+}
+
+// The session's attach_late: the first call follows the targets into the
+// processes running now, every later one the programs exec'd since.
+std::function<Result<std::vector<uint32_t>>()> follow_programs(Following& following) {
+  if (!following.follower) return {};
+  return [&following]() -> Result<std::vector<uint32_t>> {
+    RaisedCapabilities raised;  // kept permitted for this (drop_privileges)
+    if (!following.started) {
+      following.started = true;
+      auto added = following.follower->follow(following.targets);
+      auto more = following.follower->poll();
+      if (!more) return std::unexpected(more.error());
+      added.insert(added.end(), more->begin(), more->end());
+      return added;
+    }
+    return following.follower->poll();
+  };
+}
+
+// The agent's status on every report: the follower's counts, the reloads,
+// and the CPU time the probes cost (calls times each function's cost).
+std::function<void(Report&)> agent_status(const Following& following) {
+  if (!following.follower) return {};
+  return [&following](Report& report) {
+    const FollowStats stats = following.follower->stats();
+    AgentStatus status;
+    status.config_last_reload_successful = following.last_reload_ok;
+    status.config_reload_failures = following.reload_failures;
+    status.functions_attached = stats.functions_attached;
+    status.files_attached = stats.files_attached;
+    status.processes_seen = stats.processes_seen;
+    status.exec_dropped = stats.exec_dropped;
+    for (size_t i = 0; i < stats.failures.size(); i++) {
+      status.attach_failures.emplace_back(
+          std::string(follow_failure_name(static_cast<FollowFailure>(i))), stats.failures[i]);
+    }
+    status.probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9;
+    report.agent = std::move(status);
+  };
+}
+
+// SIGHUP with --config: the file again. One that does not load, or changes
+// what only a restart can, is refused whole: the last good one keeps running.
+std::function<std::vector<uint32_t>()> reload_config(const Config& config, Following& following,
+                                                     const Messages& messages) {
+  if (config.config_file.empty() || !following.follower) return {};
+  return [&config, &following, messages]() -> std::vector<uint32_t> {
+    auto refuse = [&](const std::string& why) {
+      following.last_reload_ok = false;
+      following.reload_failures++;
+      messages.note("reload of " + config.config_file + " refused: " + why +
+                    "; the last good configuration keeps running");
+      return std::vector<uint32_t>();
+    };
+    auto loaded = load_agent_config(config.config_file);
+    if (!loaded) return refuse(loaded.error().message());
+    if (following.settings && loaded->settings != *following.settings) {
+      return refuse("by, slowest, interval and exporters take a restart to change");
+    }
+    RaisedCapabilities raised;
+    following.started = true;
+    following.targets = loaded->targets;
+    auto added = following.follower->follow(following.targets);
+    following.last_reload_ok = true;
+    messages.note(fmt::format("reloaded {}: following {} target{}", config.config_file,
+                              following.targets.size(), following.targets.size() == 1 ? "" : "s"));
+    return added;
+  };
+}
+
 // -c/--cgroup: each directory, opened for the kernel's cgroup filter.
 Result<std::vector<UniqueFd>> open_cgroups(const Config& config) {
   std::vector<UniqueFd> fds;
@@ -351,8 +482,9 @@ Result<UniqueFd> open_stop_signalfd() {
   return fd;
 }
 
-Result<void> run(const Config& config, const PrometheusCliValues& prometheus_values,
-                 const OtlpCliValues& otlp_values, const PrivilegeCliValues& privilege_values) {
+Result<void> run(const Config& config, const std::optional<AgentSettings>& agent_settings,
+                 const PrometheusCliValues& prometheus_values, const OtlpCliValues& otlp_values,
+                 const PrivilegeCliValues& privilege_values) {
   const Messages messages{config.verbose};
   auto user = lookup_user(privilege_values);
   if (!user) return std::unexpected(user.error());
@@ -380,12 +512,18 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
                     watch_options(config, load, probes->method,
                                   static_cast<uint32_t>(targets->sites.size()), *calibration),
                     site_keys(targets->sites), resolver, planner, *probes, aggregator, messages);
+  auto following =
+      start_following(config, load, *calibration, resolver, planner, *probes, aggregator, messages);
+  if (!following) return std::unexpected(following.error());
+  following->settings = agent_settings;
   auto stop_fd = open_stop_signalfd();
   if (!stop_fd) return std::unexpected(stop_fd.error());
   // Attached: from here on only the descriptors held are needed.
   auto dropped = drop_privileges(
       *user,
       (late.waiting() ? late_attach_capabilities(probes->method == AttachMethod::kPerfEvent) : 0) |
+          // Following: links and task iterators made as programs start.
+          (config.following() ? late_attach_capabilities(true) : 0) |
           (slow_threshold_options(config).any() ? stack_unwinding_capabilities() : 0));
   if (!dropped) return std::unexpected(dropped.error());
   warmup.release();
@@ -395,12 +533,22 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
     options.verbose = [messages](const std::string& line) { messages.note(line); };
   options.live_sinks = sinks->live;
   options.attach_late = late.callback();
+  if (following->follower) {
+    options.attach_late = follow_programs(*following);
+    options.late_attach_fd = following->follower->wait_fd();
+    options.late_attach_period = std::chrono::seconds(1);
+    options.reload = reload_config(config, *following, messages);
+    options.annotate = agent_status(*following);
+  }
   options.describe_function = [&probes](uint32_t fn_id) { return function_name(*probes, fn_id); };
   StackResolver stacks;
   if (options.slow.any()) options.resolve_stack = stack_unwinding(stacks);
   TraceSession session(*probes->object, aggregator, sinks->all(), std::move(options),
                        stop_fd->get(), [&probes] { probes->links.detach_all(); });
-  std::fputs(start_banner(config, probes->links.sites(), late.pending()).c_str(), stderr);
+  std::fputs(config.following()
+                 ? follow_banner(config).c_str()
+                 : start_banner(config, probes->links.sites(), late.pending()).c_str(),
+             stderr);
   auto stopped = session.run();
   if (late.waiting()) messages.note(never_loaded_line(config.pid.value_or(0), late.pending()));
   if (!stopped) return std::unexpected(stopped.error());
@@ -454,11 +602,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "funclatency: %s (see --help)\n", e.what());
     return 2;
   }
+  std::optional<AgentConfig> agent;
+  if (!values.config_file.empty()) {
+    auto loaded = load_agent_config(values.config_file);
+    if (!loaded) return exit_code(std::unexpected(loaded.error()));
+    apply_agent_settings(*loaded, values);
+    apply_exporter_settings(loaded->settings, prometheus_values, otlp_values);
+    agent = std::move(*loaded);
+  }
   auto config = finish_config(values);
   if (!config) return exit_code(std::unexpected(config.error()));
+  if (agent) config->follow_targets = agent->targets;
+  if (config->check_config) {
+    std::fputs(follow_banner(*config).c_str(), stdout);
+    return 0;
+  }
   route_libbpf_messages(config->verbose);
   // Neither lists nor calibration needs a sink: no exporter module loads.
   if (config->list) return exit_code(list_targets(*config));
   if (config->calibrate) return exit_code(run_calibration());
-  return exit_code(run(*config, prometheus_values, otlp_values, privilege_values));
+  std::optional<AgentSettings> agent_settings;
+  if (agent) agent_settings = agent->settings;
+  return exit_code(run(*config, agent_settings, prometheus_values, otlp_values, privilege_values));
 }

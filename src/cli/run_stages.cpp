@@ -44,7 +44,9 @@ Result<void> refuse_cpu_split_for_go(const Config& config, std::span<const Probe
 
 LoadOptions load_options(const Config& config, const PlannedTargets& targets,
                          const std::optional<Calibration>& calibration) {
-  const bool awaiting = !targets.waiting.empty();
+  // Functions attached later: of libraries a process loads, or of programs
+  // followed into containers.
+  const bool awaiting = !targets.waiting.empty() || config.following();
   LoadOptions load;
   load.unit_ns = config.unit_ns;
   load.filter_tgid = config.pid ? static_cast<uint32_t>(*config.pid) : 0;
@@ -60,6 +62,8 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   // adds the programs the plans at hand need.
   load.return_program = awaiting;
   load.exit_program = awaiting;
+  // A followed program may be Go code.
+  load.go_programs = config.following();
   const SlowThresholdOptions slow = slow_threshold_options(config);
   load.slow_calls = slow.any();
   load.initial_slow_ns = SlowThresholds(0, slow).initial();
@@ -71,18 +75,25 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   return load;
 }
 
+AttachSettings attach_settings(const Config& config, const LoadOptions& load, AttachMethod method,
+                               std::optional<Calibration> calibration) {
+  AttachSettings settings;
+  settings.resolve = resolve_options(config);
+  settings.exit_probes = config.exit_probes;
+  settings.initial_mode = load.initial_mode;
+  settings.method = method;
+  settings.subtract_ns = [calibration](const ProbePlan& plan) -> uint64_t {
+    return calibration ? calibration->for_plan(plan) : 0;
+  };
+  return settings;
+}
+
 WatchOptions watch_options(const Config& config, const LoadOptions& load, AttachMethod method,
                            uint32_t first_free_fn_id, std::optional<Calibration> calibration) {
   WatchOptions options;
   options.pid = config.pid.value_or(0);
-  options.resolve = resolve_options(config);
-  options.exit_probes = config.exit_probes;
-  options.initial_mode = load.initial_mode;
-  options.method = method;
+  options.attach = attach_settings(config, load, method, std::move(calibration));
   options.first_free_fn_id = first_free_fn_id;
-  options.subtract_ns = [calibration](const ProbePlan& plan) -> uint64_t {
-    return calibration ? calibration->for_plan(plan) : 0;
-  };
   return options;
 }
 
@@ -197,6 +208,29 @@ std::string start_banner(const Config& config, std::span<const AttachedSite> tra
   return fmt::format("Tracing {} function{} for {}{} ({})... Hit Ctrl-C to end.\n", traced.size(),
                      traced.size() == 1 ? "" : "s", describe_targets(traced), waiting,
                      mode_statement(config.mode));
+}
+
+std::string follow_banner(const Config& config) {
+  std::string text;
+  for (const auto& target : config.follow_targets) {
+    std::string functions;
+    for (const auto& function : target.functions) {
+      functions += (functions.empty() ? "" : ", ") + function;
+    }
+    text +=
+        fmt::format("{}{} {} ({}){}", text.empty() ? "" : "; ",
+                    target.name.empty() ? "" : target.name + ":", target.program, functions,
+                    target.labels.empty() ? "" : fmt::format(" +{} labels", target.labels.size()));
+  }
+  if (config.check_config) {
+    return fmt::format("{}: valid; follows {} target{}: {}\n", config.config_file,
+                       config.follow_targets.size(), config.follow_targets.size() == 1 ? "" : "s",
+                       text);
+  }
+  return fmt::format(
+      "Following {} into every process that runs it, now or later, in any container ({})... "
+      "Hit Ctrl-C to end.\n",
+      text, mode_statement(config.mode));
 }
 
 std::string never_loaded_line(int pid, std::span<const TargetSpec> pending) {

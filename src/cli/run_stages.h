@@ -47,6 +47,9 @@ Result<void> refuse_cpu_split_for_go(const Config& config, std::span<const Probe
 // cost to subtract.
 LoadOptions load_options(const Config& config, const PlannedTargets& targets,
                          const std::optional<Calibration>& calibration);
+// How functions attached after the start are resolved, planned and set up.
+AttachSettings attach_settings(const Config& config, const LoadOptions& load, AttachMethod method,
+                               std::optional<Calibration> calibration);
 // How the library watch attaches the functions of libraries loaded later.
 WatchOptions watch_options(const Config& config, const LoadOptions& load, AttachMethod method,
                            uint32_t first_free_fn_id, std::optional<Calibration> calibration);
@@ -77,6 +80,9 @@ std::string dropped_line(std::span<const DroppedFunction> dropped);
 std::string start_banner(const Config& config, std::span<const AttachedSite> traced,
                          std::span<const TargetSpec> pending);
 std::string never_loaded_line(int pid, std::span<const TargetSpec> pending);
+// --follow/--config: what is followed (and, with --check-config, that the
+// file is valid).
+std::string follow_banner(const Config& config);
 
 // -l: every function the TARGETs match, with the entry offset the planner
 // chose; plans[i] is listed[i]'s plan, or empty for a function the resolver

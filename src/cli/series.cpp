@@ -63,6 +63,7 @@ SeriesOptions series_options(const Config& config) {
         ContainerInfo container = container_of_cgroup(*path);
         labels.container_id = container.container_id;
         labels.pod_uid = container.pod_uid;
+        labels.runtime = container.runtime;
       }
     }
     return labels;

@@ -78,6 +78,7 @@ Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> gr
       group_of_function_(std::move(group_of_function)),
       fn_interval_calls_(group_of_function_.size(), 0),
       fn_mode_(group_of_function_.size(), AggregationMode::kEvents),
+      fn_cost_ns_(group_of_function_.size(), 0),
       run_start_(run_start),
       interval_start_(run_start) {
   reports_.reserve(groups.size());
@@ -93,6 +94,7 @@ FunctionReport Aggregator::new_report(ReportGroup group) const {
                         .total = LatencyHistogram(unit_ns_)};
   report.series.container_id = std::move(group.container_id);
   report.series.pod_uid = std::move(group.pod_uid);
+  report.labels = std::move(group.labels);
   if (cpu_split_) {
     report.interval_split = empty_split(unit_ns_);
     report.total_split = empty_split(unit_ns_);
@@ -107,6 +109,7 @@ void Aggregator::on_event(uint32_t fn_id, uint64_t duration_ns, const CallSplit*
 void Aggregator::on_call(const CallRecord& call) {
   if (!reports_to_a_group(call.fn_id)) return;
   fn_interval_calls_[call.fn_id]++;
+  probe_cpu_ns_ += fn_cost_ns_[call.fn_id];
   add_call(*report_of(call.fn_id, call.series), call.duration_ns, call.split);
 }
 
@@ -162,6 +165,7 @@ void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
   if (part == CallPart::kWall) {
     add_kernel_delta(report.interval, before, now);
     fn_interval_calls_[fn_id] += now.count - before.count;
+    probe_cpu_ns_ += (now.count - before.count) * fn_cost_ns_[fn_id];
   } else if (report.interval_split) {
     add_kernel_delta(part_of(*report.interval_split, part), before, now);
   }
@@ -174,6 +178,7 @@ void Aggregator::on_kernel_series_totals(uint32_t fn_id, const SeriesKey& key, C
   if (part == CallPart::kWall) {
     add_kernel_delta(report.interval, before, now);
     fn_interval_calls_[fn_id] += now.count - before.count;
+    probe_cpu_ns_ += (now.count - before.count) * fn_cost_ns_[fn_id];
   } else if (report.interval_split) {
     add_kernel_delta(part_of(*report.interval_split, part), before, now);
   }
@@ -182,6 +187,7 @@ void Aggregator::on_kernel_series_totals(uint32_t fn_id, const SeriesKey& key, C
 void Aggregator::on_lost(uint32_t fn_id, const LostCounts& delta) {
   if (!reports_to_a_group(fn_id)) return;
   reports_[group_of_function_[fn_id]].interval_lost += delta;
+  probe_cpu_ns_ += delta.total() * fn_cost_ns_[fn_id];
 }
 
 namespace {
@@ -212,13 +218,44 @@ void Aggregator::add_function(uint32_t fn_id, ReportGroup group, bool merge) {
     group_of_function_.resize(fn_id + 1, kNoGroup);
     fn_interval_calls_.resize(fn_id + 1, 0);
     fn_mode_.resize(fn_id + 1, AggregationMode::kEvents);
+    fn_cost_ns_.resize(fn_id + 1, 0);
   }
+  fn_cost_ns_[fn_id] = group.probe_cost_ns;
   if (merge && !reports_.empty()) {
     group_of_function_[fn_id] = 0;
     return;
   }
   reports_.push_back(new_report(std::move(group)));
   group_of_function_[fn_id] = static_cast<uint32_t>(reports_.size() - 1);
+}
+
+void Aggregator::join_function(uint32_t fn_id, ReportGroup group) {
+  for (uint32_t index = 0; index < reports_.size(); index++) {
+    const FunctionReport& report = reports_[index];
+    const bool series = index < series_group_.size() && series_group_[index].has_value();
+    const bool removed = index < removed_.size() && removed_[index];
+    if (series || removed || report.symbol != group.symbol || report.binary != group.binary ||
+        report.pid != group.pid || report.labels != group.labels) {
+      continue;
+    }
+    add_function(fn_id, std::move(group), false);  // sizes the per-function vectors
+    reports_.pop_back();
+    group_of_function_[fn_id] = index;
+    return;
+  }
+  add_function(fn_id, std::move(group), false);
+}
+
+void Aggregator::remove_function(uint32_t fn_id) {
+  if (!reports_to_a_group(fn_id)) return;
+  const uint32_t group = group_of_function_[fn_id];
+  group_of_function_[fn_id] = kNoGroup;
+  if (std::count(group_of_function_.begin(), group_of_function_.end(), group) > 0) return;
+  removed_.resize(reports_.size(), false);
+  removed_[group] = true;
+  for (size_t index = 0; index < reports_.size(); index++) {
+    if (index < series_group_.size() && series_group_[index] == group) removed_[index] = true;
+  }
 }
 
 bool Aggregator::was_retired_before(const std::vector<RetireState>& states, size_t index) {
@@ -250,10 +287,17 @@ void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
 std::vector<FunctionReport> Aggregator::visible(const std::vector<FunctionReport>& reports,
                                                 bool totals_merged,
                                                 const std::vector<RetireState>& states) const {
-  if (!series_.by) return reports;
+  auto removed = [this](size_t index) { return index < removed_.size() && removed_[index]; };
   std::vector<FunctionReport> shown;
+  if (!series_.by) {
+    for (size_t index = 0; index < reports.size(); index++) {
+      if (!removed(index)) shown.push_back(reports[index]);
+    }
+    return shown;
+  }
   for (size_t index = 0; index < reports.size(); index++) {
     const FunctionReport& report = reports[index];
+    if (removed(index)) continue;
     const bool series = index < series_group_.size() && series_group_[index].has_value();
     if (series && was_retired_before(states, index)) continue;
     if (!series) {
@@ -285,6 +329,7 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
   advance_retirement(live_retired_, nullptr);
   report.functions = visible(all, true, live_retired_);
   report.series_folded = folded_ + kernel_folded_;
+  report.probe_cpu_ns = probe_cpu_ns_;
   return report;
 }
 
@@ -304,6 +349,7 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
   advance_retirement(retired_, &newly_retired_);
   report.functions = visible(reports_, true, retired_);
   report.series_folded = folded_ + kernel_folded_;
+  report.probe_cpu_ns = probe_cpu_ns_;
   for (auto& function : reports_) {
     function.interval.clear();
     clear_split(function.interval_split);

@@ -25,6 +25,9 @@ struct ReportGroup {
   // With -p: the container the process runs in, where its cgroup names one.
   std::optional<std::string> container_id;
   std::optional<std::string> pod_uid;
+  // --config: the target's name ("target") and its extra labels.
+  std::vector<std::pair<std::string, std::string>> labels;
+  uint64_t probe_cost_ns = 0;  // --follow/--config: calibrated probe cost of a call
 };
 
 // Cumulative in-kernel totals of one function, summed over CPUs.
@@ -110,6 +113,13 @@ class Aggregator {
   // A function attached while tracing: its own group, or with `merge` the
   // first group (its own when there is none yet).
   void add_function(uint32_t fn_id, ReportGroup group, bool merge);
+  // Like add_function, but a function with the same symbol, binary and
+  // labels as a group's joins it (one program in two files: two image
+  // versions of a container's program report as one function).
+  void join_function(uint32_t fn_id, ReportGroup group);
+  // The function reports nowhere from now on; its group (and the group's
+  // series) leave the reports once no function reports to it.
+  void remove_function(uint32_t fn_id);
 
   // Calls counted for fn_id since the last take_report (for the auto policy).
   uint64_t interval_calls_of_function(uint32_t fn_id) const { return fn_interval_calls_[fn_id]; }
@@ -145,11 +155,14 @@ class Aggregator {
   std::vector<uint32_t> group_of_function_;
   std::vector<uint64_t> fn_interval_calls_;
   std::vector<AggregationMode> fn_mode_;
+  std::vector<uint64_t> fn_cost_ns_;  // ReportGroup::probe_cost_ns of each function
+  uint64_t probe_cpu_ns_ = 0;
   SeriesOptions series_;
   std::map<std::pair<uint32_t, SeriesKey>, size_t> series_index_;  // (group, key) -> reports_
   std::vector<std::optional<uint32_t>> series_group_;  // by report index: a series' group
-  std::vector<RetireState> retired_;                   // by report index: in take_report's reports
-  std::vector<RetireState> live_retired_;              // the same for peek_report's (exporters)
+  std::vector<bool> removed_;         // by report index: a group no function reports to any more
+  std::vector<RetireState> retired_;  // by report index: in take_report's reports
+  std::vector<RetireState> live_retired_;  // the same for peek_report's (exporters)
   std::vector<SeriesKey> newly_retired_;
   uint64_t folded_ = 0;  // distinct series folded into other (events mode)
   uint64_t kernel_folded_ = 0;

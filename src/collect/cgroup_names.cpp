@@ -53,20 +53,36 @@ std::string_view without_suffix(std::string_view text, std::string_view suffix) 
   return text;
 }
 
+// A container's id and the runtime its cgroup's name says made it.
+struct ContainerName {
+  std::string id;
+  std::optional<std::string> runtime;
+};
+
 // "docker-<id>.scope", "cri-containerd-<id>.scope", "crio-<id>.scope",
-// "libpod-<id>.scope", or a bare "<id>" (cgroupfs drivers). Monitors
-// ("crio-conmon-<id>.scope", "libpod-conmon-<id>.scope") are not containers.
-std::optional<std::string> container_id_in_segment(std::string_view segment) {
+// "libpod-<id>.scope", or a bare "<id>" (cgroupfs drivers: the runtime is
+// then named by the parent, "/docker/<id>", "/libpod_parent/<id>", or not at
+// all, as under kubepods). Monitors ("crio-conmon-<id>.scope",
+// "libpod-conmon-<id>.scope") are not containers.
+std::optional<ContainerName> container_in_segment(std::string_view segment,
+                                                  std::string_view parent) {
   segment = without_suffix(segment, ".scope");
-  for (std::string_view prefix :
-       {"docker-", "cri-containerd-", "crio-", "libpod-", "containerd-"}) {
+  std::optional<std::string> runtime;
+  for (auto [prefix, name] : {std::pair{"docker-", "docker"},
+                              {"cri-containerd-", "containerd"},
+                              {"crio-", "cri-o"},
+                              {"libpod-", "podman"},
+                              {"containerd-", "containerd"}}) {
     if (segment.starts_with(prefix)) {
-      segment.remove_prefix(prefix.size());
+      segment.remove_prefix(std::string_view(prefix).size());
+      runtime = name;
       break;
     }
   }
-  if (is_container_id(segment)) return std::string(segment);
-  return std::nullopt;
+  if (!is_container_id(segment)) return std::nullopt;
+  if (!runtime && parent == "docker") runtime = "docker";
+  if (!runtime && parent == "libpod_parent") runtime = "podman";
+  return ContainerName{std::string(segment), std::move(runtime)};
 }
 
 // "pod<uid>" (cgroupfs driver) or "kubepods[-<qos>]-pod<uid_underscored>.slice"
@@ -178,8 +194,10 @@ ContainerInfo container_of_cgroup(std::string_view cgroup_path) {
   const auto segments = segments_of(cgroup_path);
   for (auto segment = segments.rbegin(); segment != segments.rend(); ++segment) {
     if (!info.container_id) {
-      if (auto id = container_id_in_segment(*segment)) {
-        info.container_id = std::move(id);
+      const std::string_view parent = segment + 1 != segments.rend() ? *(segment + 1) : "";
+      if (auto container = container_in_segment(*segment, parent)) {
+        info.container_id = std::move(container->id);
+        info.runtime = std::move(container->runtime);
         continue;
       }
     }

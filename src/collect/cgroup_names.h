@@ -18,6 +18,9 @@ namespace funclatency {
 struct ContainerInfo {
   std::optional<std::string> container_id;  // 64 lowercase hex digits
   std::optional<std::string> pod_uid;  // "8f8f6c4a-...-...", dashes as the API server writes it
+  // What made the container, where the cgroup's name says: "docker",
+  // "containerd", "cri-o" or "podman".
+  std::optional<std::string> runtime;
 };
 
 // Reads the naming of docker (/docker/<id>, docker-<id>.scope), containerd

@@ -2,6 +2,7 @@
 
 #include <bpf/bpf.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -19,7 +20,7 @@ namespace funclatency {
 
 namespace {
 
-enum EpollTag : uint64_t { kSignalTag = 1, kProcessTag = 2, kRingTag = 3 };
+enum EpollTag : uint64_t { kSignalTag = 1, kProcessTag = 2, kRingTag = 3, kLateAttachTag = 4 };
 
 Result<void> watch(int epoll_fd, int fd, EpollTag tag) {
   epoll_event event{};
@@ -37,6 +38,7 @@ constexpr std::chrono::milliseconds kPolicyPeriod{250};
 
 struct TraceSession::Schedule {
   Clock::time_point next_policy, last_policy, next_live, next_late_attach;
+  bool reload_asked = false;
   std::optional<Clock::time_point> next_interval, deadline;
 };
 
@@ -297,6 +299,7 @@ void TraceSession::emit(Report::Kind kind) {
   forget_retired_series();
   thresholds_.start_interval();
   if (options_.slow.any()) object_.start_slow_interval();
+  if (options_.annotate) options_.annotate(report);
   for (Sink* sink : sinks_) sink->write(report);
   if (kind == Report::Kind::kTotal) {
     report.kind = Report::Kind::kTotal;
@@ -317,6 +320,11 @@ Result<TraceSession::Wakeups> TraceSession::open_wakeups(int ring_epoll_fd) cons
   }
   if (auto ok = watch(wakeups.epoll.get(), ring_epoll_fd, kRingTag); !ok) {
     return std::unexpected(ok.error());
+  }
+  if (options_.late_attach_fd >= 0) {
+    if (auto ok = watch(wakeups.epoll.get(), options_.late_attach_fd, kLateAttachTag); !ok) {
+      return std::unexpected(ok.error());
+    }
   }
   if (!options_.pid) return wakeups;
   wakeups.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, *options_.pid, 0)));
@@ -341,7 +349,7 @@ TraceSession::Schedule TraceSession::start_schedule(Clock::time_point start) con
 
 // Sleeps until a descriptor is ready or a task is due. A signal or the
 // traced process's exit is a reason to stop.
-Result<std::optional<StopReason>> TraceSession::wait(int epoll_fd, const Schedule& schedule) {
+Result<std::optional<StopReason>> TraceSession::wait(int epoll_fd, Schedule& schedule) {
   auto now = Clock::now();
   auto wake = now + options_.poll_period;
   if (!options_.live_sinks.empty()) wake = std::min(wake, schedule.next_live);
@@ -355,11 +363,19 @@ Result<std::optional<StopReason>> TraceSession::wait(int epoll_fd, const Schedul
   std::optional<StopReason> stop;
   for (int i = 0; i < std::max(ready, 0); i++) {
     if (events[i].data.u64 == kSignalTag) {
-      signalfd_siginfo info;
-      if (::read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
-        if (options_.verbose) options_.verbose(fmt::format("signal {}: stopping", info.ssi_signo));
+      signalfd_siginfo info{};
+      const bool read_one =
+          ::read(signal_fd_, &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info));
+      if (read_one && info.ssi_signo == SIGHUP && options_.reload) {
+        schedule.reload_asked = true;
+        continue;
+      }
+      if (read_one && options_.verbose) {
+        options_.verbose(fmt::format("signal {}: stopping", info.ssi_signo));
       }
       stop = StopReason::kSignal;
+    } else if (events[i].data.u64 == kLateAttachTag) {
+      schedule.next_late_attach = now;
     } else if (events[i].data.u64 == kProcessTag) {
       if (options_.verbose) options_.verbose(fmt::format("process {} exited", *options_.pid));
       stop = StopReason::kProcessExited;
@@ -372,6 +388,10 @@ Result<std::optional<StopReason>> TraceSession::wait(int epoll_fd, const Schedul
 // policy's. Returns a reason to stop when the duration is over or a sink broke.
 Result<std::optional<StopReason>> TraceSession::run_due_tasks(Clock::time_point now,
                                                               Schedule& schedule, bool stopping) {
+  if (!stopping && schedule.reload_asked) {
+    schedule.reload_asked = false;
+    if (auto ok = take_functions(options_.reload()); !ok) return std::unexpected(ok.error());
+  }
   if (!stopping && options_.attach_late && now >= schedule.next_late_attach) {
     if (auto ok = attach_late(); !ok) return std::unexpected(ok.error());
     schedule.next_late_attach = now + options_.late_attach_period;
@@ -401,8 +421,13 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(Clock::time_point 
 Result<void> TraceSession::attach_late() {
   auto added = options_.attach_late();
   if (!added) return std::unexpected(added.error());
+  return take_functions(*added);
+}
+
+// Functions attached while running: with --mode kernel, each gets a slot.
+Result<void> TraceSession::take_functions(const std::vector<uint32_t>& added) {
   if (options_.mode != ModeChoice::kKernel) return {};
-  for (uint32_t fn : *added) {
+  for (uint32_t fn : added) {
     if (fn >= num_functions_) continue;
     auto slot = slots_.take(fn);
     if (!slot) continue;  // no slot left: events mode
@@ -415,6 +440,7 @@ Result<void> TraceSession::attach_late() {
 Result<void> TraceSession::write_live() {
   if (auto ok = collect_kernel_side(); !ok) return ok;
   Report live = aggregator_.peek_report(std::chrono::system_clock::now());
+  if (options_.annotate) options_.annotate(live);
   for (Sink* sink : options_.live_sinks) sink->write(live);
   return {};
 }

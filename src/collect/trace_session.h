@@ -42,6 +42,16 @@ struct SessionOptions {
   // returns their ids. An error ends the run.
   std::function<Result<std::vector<uint32_t>>()> attach_late;
   std::chrono::milliseconds late_attach_period{200};
+  // Readable when attach_late has work now (the exec watch's ring): the
+  // session calls it at once instead of at its next period. -1: none.
+  int late_attach_fd = -1;
+  // SIGHUP reloads instead of stopping when set (--config): returns the ids
+  // of functions attached by the reload; an error is reported by the
+  // callback itself and leaves the run going.
+  std::function<std::vector<uint32_t>()> reload;
+  // Adds what the run knows beyond the functions (the agent's status) to
+  // each report before the sinks see it; may be empty.
+  std::function<void(Report&)> annotate;
   // --slowest/--slower-than (the BPF object must be loaded with slow_calls).
   SlowThresholdOptions slow;
   // Unwinds and names a slow call's user stack; empty: calls without stacks.
@@ -71,11 +81,12 @@ class TraceSession {
 
   Result<Wakeups> open_wakeups(int ring_epoll_fd) const;
   Schedule start_schedule(Clock::time_point start) const;
-  Result<std::optional<StopReason>> wait(int epoll_fd, const Schedule& schedule);
+  Result<std::optional<StopReason>> wait(int epoll_fd, Schedule& schedule);
   Result<std::optional<StopReason>> run_due_tasks(Clock::time_point now, Schedule& schedule,
                                                   bool stopping);
   Result<StopReason> finish(EventReader& reader, StopReason reason);
   Result<void> attach_late();
+  Result<void> take_functions(const std::vector<uint32_t>& added);
   Result<void> write_live();
   Result<void> collect_kernel_side();
   static std::vector<std::optional<uint32_t>> initial_slot_owners(const BpfObject& object);

@@ -186,6 +186,7 @@ std::string format_series(const SeriesLabels& series, uint64_t series_folded) {
                       printable(std::string_view(*series.container_id).substr(0, 12)));
   }
   if (series.pod_uid) runtime.push_back("pod " + printable(*series.pod_uid));
+  if (series.runtime) runtime.push_back(printable(*series.runtime));
   std::string names = fmt::format("{}", fmt::join(runtime, ", "));
   if (series.cgroup) {
     parts.push_back("cgroup " + printable(*series.cgroup));
@@ -194,6 +195,32 @@ std::string format_series(const SeriesLabels& series, uint64_t series_folded) {
     parts.push_back(names);
   }
   return fmt::format("{}", fmt::join(parts, "  "));
+}
+
+// --config: "[target=checkout service=cart]" after the function's name.
+std::string format_labels(const std::vector<std::pair<std::string, std::string>>& labels) {
+  if (labels.empty()) return {};
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : labels) parts.push_back(name + "=" + printable(value));
+  return fmt::format(" [{}]", fmt::join(parts, " "));
+}
+
+// --follow/--config: the agent's own counts, the same the exporters carry.
+std::string format_agent(const Report& report, const AgentStatus& agent) {
+  std::vector<std::string> failures;
+  for (const auto& [reason, count] : agent.attach_failures) {
+    if (count) failures.push_back(fmt::format("{} {}", count, reason));
+  }
+  return fmt::format(
+      "agent: {} function{} in {} file{} attached; {} processes seen at exec; attach failures: "
+      "{}; {} ring buffer drops; {} series folded; probes cost {:.6f} s of CPU{}\n\n",
+      agent.functions_attached, agent.functions_attached == 1 ? "" : "s", agent.files_attached,
+      agent.files_attached == 1 ? "" : "s", agent.processes_seen,
+      failures.empty() ? "none" : fmt::format("{}", fmt::join(failures, ", ")),
+      report.ringbuf_dropped_total, report.series_folded, agent.probe_cpu_seconds,
+      agent.config_last_reload_successful
+          ? ""
+          : fmt::format("; last reload failed ({} so far)", agent.config_reload_failures));
 }
 
 std::string format_report(const Report& report, const ConsoleOptions& options) {
@@ -209,11 +236,12 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
   for (const auto& function : report.functions) {
     const LatencyHistogram& h = total ? function.total : function.interval;
     const LostCounts& lost = total ? function.total_lost : function.interval_lost;
+    const std::string labels = format_labels(function.labels);
     if (function.series.any()) {
-      out += fmt::format("{}  {}: {} calls\n", function.symbol,
+      out += fmt::format("{}{}  {}: {} calls\n", function.symbol, labels,
                          format_series(function.series, report.series_folded), h.count());
     } else {
-      out += fmt::format("{}: {} calls\n", function.symbol, h.count());
+      out += fmt::format("{}{}: {} calls\n", function.symbol, labels, h.count());
     }
     out += format_histogram(h, options.unit_name);
     out += format_summary(h, lost);
@@ -222,6 +250,7 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
     out += format_slowest(total ? function.total_slowest : function.interval_slowest);
     out += "\n";
   }
+  if (report.agent) out += format_agent(report, *report.agent);
   return out;
 }
 

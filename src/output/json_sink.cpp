@@ -133,8 +133,15 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
   for (const auto& [key, value] :
        {std::pair{"comm", &function.series.comm}, std::pair{"cgroup", &function.series.cgroup},
         std::pair{"container_id", &function.series.container_id},
-        std::pair{"pod_uid", &function.series.pod_uid}}) {
+        std::pair{"pod_uid", &function.series.pod_uid},
+        std::pair{"runtime", &function.series.runtime}}) {
     if (*value) record[key] = to_valid_utf8(**value);
+  }
+  // --config: the target's name and its extra labels.
+  if (!function.labels.empty()) {
+    nlohmann::json labels = nlohmann::json::object();
+    for (const auto& [name, value] : function.labels) labels[name] = to_valid_utf8(value);
+    record["labels"] = std::move(labels);
   }
   if (function.series.other) record["series"] = "other";
   if (report.series_folded) record["series_folded"] = report.series_folded;
@@ -150,6 +157,24 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
   return record;
 }
 
+// --follow/--config: the agent's own record, after the functions'.
+nlohmann::json agent_to_json(const Report& report, const AgentStatus& agent) {
+  nlohmann::json failures = nlohmann::json::object();
+  for (const auto& [reason, count] : agent.attach_failures) failures[reason] = count;
+  return {{"type", "agent"},
+          {"time", format_rfc3339(report.time)},
+          {"config_last_reload_successful", agent.config_last_reload_successful},
+          {"config_reload_failures", agent.config_reload_failures},
+          {"functions_attached", agent.functions_attached},
+          {"files_attached", agent.files_attached},
+          {"processes_seen", agent.processes_seen},
+          {"exec_dropped", agent.exec_dropped},
+          {"attach_failures", std::move(failures)},
+          {"ringbuf_dropped", report.ringbuf_dropped_total},
+          {"series_folded", report.series_folded},
+          {"probe_cpu_seconds", agent.probe_cpu_seconds}};
+}
+
 void JsonSink::write(const Report& report) {
   if (broken_) return;
   std::string text;
@@ -157,6 +182,7 @@ void JsonSink::write(const Report& report) {
     text += function_to_json(report, function).dump();
     text += '\n';
   }
+  if (report.agent) text += agent_to_json(report, *report.agent).dump() + '\n';
   print(text);
 }
 

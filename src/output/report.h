@@ -52,6 +52,7 @@ struct SeriesLabels {
   std::optional<std::string> cgroup;        // --by cgroup: path below the cgroup v2 mount
   std::optional<std::string> container_id;  // from the cgroup path, where a runtime named it
   std::optional<std::string> pod_uid;       // likewise, for a Kubernetes pod
+  std::optional<std::string> runtime;       // the container runtime, where the cgroup names it
   bool other = false;  // the calls of series beyond --max-series, folded into one
   bool any() const { return pid || comm || cgroup || other; }
 };
@@ -114,10 +115,29 @@ struct FunctionReport {
   std::optional<CpuSplit> interval_split;
   std::optional<CpuSplit> total_split;
   SeriesLabels series;  // with --by: which part of the function's calls
+  // --config: the target's name (label "target") and its extra labels, in
+  // the file's order; empty otherwise.
+  std::vector<std::pair<std::string, std::string>> labels;
   // --slowest K: the K slowest calls of `interval` and of `total`, slowest
   // first (fewer when fewer calls were over the threshold).
   std::vector<SlowCall> interval_slowest;
   std::vector<SlowCall> total_slowest;
+};
+
+// --follow/--config: the agent's account of itself, for an operator.
+struct AgentStatus {
+  bool config_last_reload_successful = true;  // --config: the last SIGHUP's file was taken
+  uint64_t config_reload_failures = 0;        // reloads refused since the start
+  uint64_t functions_attached = 0;            // functions with probes now
+  uint64_t files_attached = 0;                // program files (image layers) with probes now
+  uint64_t processes_seen = 0;                // seen at exec since the start
+  uint64_t exec_dropped = 0;                  // execs the kernel's ring had no room for
+  // Processes running a followed program left untraced, by reason
+  // (no_function, no_room, kernel_refused, process_gone).
+  std::vector<std::pair<std::string, uint64_t>> attach_failures;
+  // The CPU time the probes cost the traced programs: calls (timed and
+  // lost) times the calibrated probe cost of each function.
+  double probe_cpu_seconds = 0;
 };
 
 struct Report {
@@ -130,6 +150,11 @@ struct Report {
   uint64_t ringbuf_dropped_total = 0;  // sum of LostCounts::ringbuf over functions
   uint64_t series_folded = 0;        // --by: series folded into `other` (over --max-series) so far
   uint64_t kernel_memory_bytes = 0;  // what the BPF maps lock (set in total reports)
+  std::optional<AgentStatus> agent;  // --follow/--config
+  // What the probes have cost the traced programs since the start: each
+  // call (timed or lost) times its function's calibrated cost; 0 unless the
+  // functions' costs were given (--follow/--config).
+  uint64_t probe_cpu_ns = 0;
 };
 
 }  // namespace funclatency

@@ -270,13 +270,14 @@ Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {
 }
 
 Result<void> BpfObject::configure_function(uint32_t fn_id, uint32_t mode, uint32_t flags,
-                                           uint64_t subtract_ns) {
+                                           uint64_t subtract_ns, uint32_t goid_offset) {
   if (fn_id >= options_.num_functions) {
     return runtime_error(
         fmt::format("configure function {}: the maps hold {}", fn_id, options_.num_functions));
   }
   options_.function_flags[fn_id] = flags;
   options_.function_subtract_ns[fn_id] = subtract_ns;
+  options_.function_goid_offset[fn_id] = goid_offset;
   return set_mode(fn_id, mode);
 }
 

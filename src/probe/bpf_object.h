@@ -93,10 +93,11 @@ class BpfObject {
   // --slowest: a new interval; the probes' floors start over.
   void start_slow_interval();
   // Sets up a function id the maps were sized for but no probe used yet (a
-  // library the process loads later): its flags, probe cost and mode. Call it
-  // before the function's probes attach.
+  // library the process loads later): its flags, probe cost, mode and, for Go
+  // code, where runtime.g holds the goroutine id. Call it before the
+  // function's probes attach.
   Result<void> configure_function(uint32_t fn_id, uint32_t mode, uint32_t flags,
-                                  uint64_t subtract_ns);
+                                  uint64_t subtract_ns, uint32_t goid_offset = 0);
 
  private:
   fl_fn_config config_of(uint32_t fn_id, uint32_t mode) const;

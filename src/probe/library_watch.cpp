@@ -40,9 +40,7 @@ LibraryWatch::LibraryWatch(std::vector<TargetSpec> pending, WatchOptions options
     : pending_(std::move(pending)),
       options_(std::move(options)),
       traced_(std::move(already_traced)),
-      next_fn_id_(options_.first_free_fn_id),
-      resolver_(resolver),
-      planner_(planner) {}
+      attacher_(options_.attach, options_.first_free_fn_id, resolver, planner) {}
 
 Result<WatchResult> LibraryWatch::poll(BpfObject& object, UprobeLinks& links) {
   WatchResult result;
@@ -75,52 +73,19 @@ Result<WatchResult> LibraryWatch::poll(BpfObject& object, UprobeLinks& links) {
 
 Result<void> LibraryWatch::attach_file(const std::string& path, const TargetSpec& spec,
                                        BpfObject& object, UprobeLinks& links, WatchResult& result) {
-  auto resolution = resolver_.resolve_in_file(path, spec, options_.resolve);
-  if (!resolution) return std::unexpected(resolution.error());
-  std::vector<ProbeSite> sites;
-  std::vector<ProbePlan> plans;
-  for (auto& site : resolution->sites) {
-    if (!traced_.insert({site.binary, site.file_offset}).second) continue;
-    auto plan = planner_.plan(site, options_.exit_probes);
-    if (!plan) return std::unexpected(plan.error());
-    // Go code in a library loaded later (a Go plugin or c-shared library)
-    // would need the goroutine-keyed programs this run did not load.
-    if (plan->goroutine_keyed && plan->refused.empty() && !object.options().go_programs) {
-      plan->refused = "Go code in a library loaded after the start is not traced";
-    }
-    sites.push_back(std::move(site));
-    plans.push_back(std::move(*plan));
-  }
-  const uint32_t room = object.num_functions() - next_fn_id_;
-  if (sites.size() > room) {
-    result.notes.push_back(
-        fmt::format("{} of {}'s {} matching functions are left out: no room in the maps (raise "
-                    "--late-functions)",
-                    sites.size() - room, path, sites.size()));
-    sites.resize(room);
-    plans.resize(room);
-  }
-  if (sites.empty()) return {};
-  for (uint32_t i = 0; i < sites.size(); i++) {
-    const uint64_t subtract = options_.subtract_ns ? options_.subtract_ns(plans[i]) : 0;
-    auto configured = object.configure_function(next_fn_id_ + i, options_.initial_mode,
-                                                plans[i].fn_flags, subtract);
-    if (!configured) return std::unexpected(configured.error());
-  }
-  auto attached =
-      UprobeLinks::attach(object, sites, plans, options_.pid, options_.method, next_fn_id_);
-  // The ids are spent either way: a failed attach may have fired probes.
-  next_fn_id_ += static_cast<uint32_t>(sites.size());
-  if (!attached) return std::unexpected(attached.error());
-  result.attached = attached->sites();
-  const auto& now_traced = attached->sites();
-  if (now_traced.empty()) return runtime_error("the kernel refused every probe");
-  std::string names = "\"" + now_traced.front().symbol + "\"";
-  if (now_traced.size() > 1) names += fmt::format(" and {} more", now_traced.size() - 1);
-  result.notes.push_back(fmt::format("process {} loaded {}: tracing {} function{} for {}",
-                                     options_.pid, path, now_traced.size(),
-                                     now_traced.size() == 1 ? "" : "s", names));
-  links.adopt(std::move(*attached));
+  auto attached = attacher_.attach(path, spec, object, options_.pid, options_.pid,
+                                   [this](const ProbeSite& site) {
+                                     return traced_.insert({site.binary, site.file_offset}).second;
+                                   });
+  if (!attached) return std::unexpected(attached.error().error);
+  for (auto& note : attached->notes) result.notes.push_back(std::move(note));
+  const auto& now_traced = attached->links.sites();
+  if (now_traced.empty()) return {};
+  result.attached = now_traced;
+  result.notes.push_back(fmt::format(
+      "process {} loaded {}: tracing {} function{} for {}", options_.pid, path, now_traced.size(),
+      now_traced.size() == 1 ? "" : "s", attached_names(now_traced)));
+  links.adopt(std::move(attached->links));
   return {};
 }
 

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "probe/bpf_object.h"
+#include "probe/function_attacher.h"
 #include "probe/probe_plan.h"
 #include "probe/uprobe_links.h"
 #include "symbols/elf_symbol_resolver.h"
@@ -22,14 +23,9 @@ namespace funclatency {
 
 struct WatchOptions {
   int pid = 0;
-  ResolveOptions resolve;
-  ExitProbeChoice exit_probes = ExitProbeChoice::kAuto;
-  uint32_t initial_mode = 0;  // enum fl_mode for functions attached later
-  AttachMethod method = AttachMethod::kUprobeMulti;
+  AttachSettings attach;
   // Function ids [first_free_fn_id, object.num_functions()) are free.
   uint32_t first_free_fn_id = 0;
-  // Probe cost to take off each duration (--subtract-overhead), by plan.
-  std::function<uint64_t(const ProbePlan&)> subtract_ns;
 };
 
 // What one poll attached, and what it could not.
@@ -64,9 +60,7 @@ class LibraryWatch {
   WatchOptions options_;
   std::set<std::pair<std::string, uint64_t>> traced_;
   std::set<std::string> seen_files_;
-  uint32_t next_fn_id_;
-  ElfSymbolResolver& resolver_;
-  ProbePlanner& planner_;
+  FunctionAttacher attacher_;
 };
 
 // True when a TARGET with -p should wait for its library instead of failing:

@@ -88,15 +88,17 @@ TEST(WatchOptions, LaterFunctionsStartWhereTheSitesEnd) {
   WatchOptions options =
       watch_options(config, load, AttachMethod::kPerfEvent, 3, std::optional(calibration));
   EXPECT_EQ(options.pid, 9);
-  EXPECT_EQ(options.resolve.pid, 9);
-  EXPECT_EQ(options.exit_probes, ExitProbeChoice::kRetInstructions);
-  EXPECT_EQ(options.initial_mode, static_cast<uint32_t>(FL_MODE_KERNEL));
-  EXPECT_EQ(options.method, AttachMethod::kPerfEvent);
+  EXPECT_EQ(options.attach.resolve.pid, 9);
+  EXPECT_EQ(options.attach.exit_probes, ExitProbeChoice::kRetInstructions);
+  EXPECT_EQ(options.attach.initial_mode, static_cast<uint32_t>(FL_MODE_KERNEL));
+  EXPECT_EQ(options.attach.method, AttachMethod::kPerfEvent);
   EXPECT_EQ(options.first_free_fn_id, 3u);
   ProbePlan emulated;
   emulated.entry_emulated = true;
-  EXPECT_EQ(options.subtract_ns(emulated), 250u);
-  EXPECT_EQ(watch_options(config, load, AttachMethod::kPerfEvent, 3, {}).subtract_ns(emulated), 0u);
+  EXPECT_EQ(options.attach.subtract_ns(emulated), 250u);
+  EXPECT_EQ(
+      watch_options(config, load, AttachMethod::kPerfEvent, 3, {}).attach.subtract_ns(emulated),
+      0u);
 }
 
 TEST(SiteKeys, OnePerFileOffset) {

@@ -95,6 +95,27 @@ TEST(ContainerOfCgroup, ReadsTheCommonRuntimesNaming) {
   }
 }
 
+TEST(ContainerOfCgroup, NamesTheRuntimeWhereTheCgroupSaysIt) {
+  const std::vector<std::pair<std::string, std::optional<std::string>>> cases = {
+      {"/system.slice/docker-" + kId + ".scope", "docker"},
+      {"/docker/" + kId, "docker"},
+      {"/kubepods.slice/kubepods-pod" + kUidUnderscored + ".slice/cri-containerd-" + kId + ".scope",
+       "containerd"},
+      {"/kubepods.slice/kubepods-pod" + kUidUnderscored + ".slice/crio-" + kId + ".scope", "cri-o"},
+      {"/machine.slice/libpod-" + kId + ".scope", "podman"},
+      // podman with the cgroupfs manager, as on this project's CI machine.
+      {"/libpod_parent/libpod-" + kId, "podman"},
+      {"/libpod_parent/" + kId, "podman"},
+      // kubelet's cgroupfs driver names no runtime.
+      {"/kubepods/burstable/pod" + kUid + "/" + kId, std::nullopt},
+      {"/user.slice/user-0.slice/session-1.scope", std::nullopt},
+  };
+  for (const auto& [path, runtime] : cases) {
+    SCOPED_TRACE(path);
+    EXPECT_EQ(container_of_cgroup(path).runtime, runtime);
+  }
+}
+
 TEST(CgroupV2Mount, FindsTheUnifiedMountOfAHybridLayout) {
   // This machine's /proc/mounts.
   const std::string hybrid =

@@ -1,0 +1,170 @@
+// Why: see agent_config.h. Decoded with yaml-cpp through common/yaml_fields.h,
+// the way --web-config is.
+#include "agent/agent_config.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cli/config.h"
+#include "common/yaml_fields.h"
+
+namespace funclatency {
+namespace {
+
+using yaml::absent;
+using yaml::check_fields;
+using yaml::fail;
+using yaml::scalar;
+
+std::chrono::milliseconds duration(const YAML::Node& node, std::string_view field) {
+  const std::string text = scalar(node, field);
+  auto ns = parse_duration_ns(text);
+  if (!ns || *ns < 1'000'000)
+    fail(node, std::string(field) + " must be a duration of 1ms or more, e.g. 10s");
+  return std::chrono::milliseconds(*ns / 1'000'000);
+}
+
+std::vector<std::string> functions(const YAML::Node& node) {
+  if (node.IsScalar()) return {node.Scalar()};
+  auto list = yaml::strings(node, "functions");
+  for (const auto& name : list) {
+    if (name.empty()) fail(node, "functions: an empty name");
+  }
+  return list;
+}
+
+std::optional<ModeChoice> mode(const YAML::Node& node) {
+  if (absent(node)) return std::nullopt;
+  const std::string text = scalar(node, "mode");
+  if (text == "auto") return ModeChoice::kAuto;
+  if (text == "events") return ModeChoice::kEvents;
+  if (text == "kernel") return ModeChoice::kKernel;
+  fail(node, "mode must be auto, events or kernel, not \"" + text + "\"");
+}
+
+std::vector<std::pair<std::string, std::string>> labels(const YAML::Node& node) {
+  std::vector<std::pair<std::string, std::string>> result;
+  if (absent(node)) return result;
+  if (!node.IsMap()) fail(node, "labels must be a mapping of names to values");
+  for (const auto& entry : node) {
+    const std::string name = entry.first.Scalar();
+    const bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                       });
+    if (!valid) fail(entry.first, "label name \"" + name + "\" must be [a-zA-Z_][a-zA-Z0-9_]*");
+    if (name.starts_with("__")) fail(entry.first, "label names starting with __ are reserved");
+    result.emplace_back(name, scalar(entry.second, "labels." + name));
+  }
+  return result;
+}
+
+FollowTarget target(const YAML::Node& node) {
+  check_fields(node, "a target", {"name", "program", "functions", "regex", "mode", "labels"});
+  FollowTarget t;
+  t.name = scalar(node["name"], "name");
+  if (t.name.empty()) fail(node, "a target needs a name");
+  t.program = scalar(node["program"], "program");
+  if (t.program.empty())
+    fail(node, "target " + t.name + " needs a program (its path inside the container)");
+  if (t.program.find('/') != std::string::npos && !t.program.starts_with('/')) {
+    fail(node["program"],
+         "target " + t.name +
+             ": program must be an absolute path (as the container sees it) or a file name");
+  }
+  if (absent(node["functions"])) fail(node, "target " + t.name + " needs functions");
+  t.functions = functions(node["functions"]);
+  if (t.functions.empty()) fail(node["functions"], "target " + t.name + " names no function");
+  if (!absent(node["regex"])) t.regex = yaml::boolean(node["regex"], "regex");
+  t.mode = mode(node["mode"]);
+  t.labels = labels(node["labels"]);
+  for (const auto& [name, value] : t.labels) {
+    if (name == "target") fail(node["labels"], "the label \"target\" is the target's name");
+  }
+  return t;
+}
+
+AgentSettings settings(const YAML::Node& root) {
+  AgentSettings s;
+  s.by = yaml::strings(root["by"], "by");
+  for (const auto& key : s.by) {
+    if (key != "pid" && key != "comm" && key != "cgroup") {
+      fail(root["by"], "by: \"" + key + "\" is not pid, comm or cgroup");
+    }
+  }
+  if (!absent(root["slowest"])) {
+    try {
+      s.slowest = root["slowest"].as<size_t>();
+    } catch (const YAML::Exception&) {
+      fail(root["slowest"], "slowest must be a whole number");
+    }
+  }
+  if (!absent(root["interval"])) s.interval = duration(root["interval"], "interval");
+  const YAML::Node exporters = root["exporters"];
+  if (absent(exporters)) return s;
+  check_fields(exporters, "exporters", {"prometheus", "otlp"});
+  if (const YAML::Node p = exporters["prometheus"]; !absent(p)) {
+    check_fields(p, "exporters.prometheus", {"listen", "web_config"});
+    s.prometheus = PrometheusExporterConfig{scalar(p["listen"], "listen"),
+                                            scalar(p["web_config"], "web_config")};
+    if (s.prometheus->listen.empty()) fail(p, "exporters.prometheus needs listen (host:port)");
+  }
+  if (const YAML::Node o = exporters["otlp"]; !absent(o)) {
+    check_fields(o, "exporters.otlp", {"endpoint", "protocol"});
+    s.otlp =
+        OtlpExporterConfig{scalar(o["endpoint"], "endpoint"), scalar(o["protocol"], "protocol")};
+    if (s.otlp->endpoint.empty()) fail(o, "exporters.otlp needs an endpoint");
+  }
+  return s;
+}
+
+AgentConfig decode(const YAML::Node& root) {
+  if (absent(root)) throw yaml::Invalid{"the file is empty"};
+  check_fields(root, "the configuration", {"targets", "by", "slowest", "interval", "exporters"});
+  AgentConfig config;
+  const YAML::Node targets = root["targets"];
+  if (absent(targets) || !targets.IsSequence() || targets.size() == 0) {
+    fail(root, "targets: at least one target is needed");
+  }
+  std::set<std::string> names, programs;
+  for (const auto& node : targets) {
+    config.targets.push_back(target(node));
+    if (!names.insert(config.targets.back().name).second) {
+      fail(node, "two targets are named " + config.targets.back().name);
+    }
+    // Two targets on one program would probe its functions twice.
+    if (!programs.insert(config.targets.back().program).second) {
+      fail(node, "two targets follow " + config.targets.back().program +
+                     ": list all of its functions in one target");
+    }
+  }
+  config.settings = settings(root);
+  return config;
+}
+
+}  // namespace
+
+Result<AgentConfig> parse_agent_config(std::string_view text, const std::string& source) {
+  try {
+    return decode(YAML::Load(std::string(text)));
+  } catch (const yaml::Invalid& invalid) {
+    return bad_input(source + ": " + invalid.message, "see `funclatency --help` (--config)");
+  } catch (const YAML::Exception& e) {
+    return bad_input(fmt::format("{}: not YAML: {}", source, e.what()));
+  }
+}
+
+Result<AgentConfig> load_agent_config(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return bad_input("cannot read " + path + " (--config)", "check the path", errno);
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return bad_input("cannot read " + path + " (--config)", {}, errno);
+  return parse_agent_config(text.str(), path);
+}
+
+}  // namespace funclatency

@@ -1,0 +1,238 @@
+// Why: see program_follower.h.
+#include "agent/program_follower.h"
+
+#include <fmt/format.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <unordered_map>
+
+#include "bpf/funclatency.h"
+
+namespace funclatency {
+
+// One target and what it has attached: per file, its links and functions.
+struct ProgramFollower::Followed {
+  struct File {
+    std::vector<UprobeLinks> links;
+    std::vector<uint32_t> fn_ids;
+  };
+  FollowTarget target;
+  std::map<FileId, File> files;
+  std::set<FileId> elsewhere;  // files that are not this program
+};
+
+namespace {
+
+// Files known to be other programs are forgotten past this many (a host
+// that runs ever new executables must not grow us without bound).
+constexpr size_t kMaxElsewhere = 65536;
+
+std::string_view basename_of(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+std::optional<uint32_t> fl_mode_of(const std::optional<ModeChoice>& mode) {
+  if (!mode || *mode == ModeChoice::kAuto) return std::nullopt;
+  return *mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
+}
+
+}  // namespace
+
+std::string_view follow_failure_name(FollowFailure failure) {
+  switch (failure) {
+    case FollowFailure::kNoFunction:
+      return "no_function";
+    case FollowFailure::kNoRoom:
+      return "no_room";
+    case FollowFailure::kKernelRefused:
+      return "kernel_refused";
+    case FollowFailure::kProcessGone:
+      return "process_gone";
+    case FollowFailure::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+Result<std::optional<std::string>> program_in_process(int pid, const std::string& program) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  const std::string exe_link = proc + "/exe";
+  struct stat exe {};
+  if (stat(exe_link.c_str(), &exe) != 0) {
+    return runtime_error(fmt::format("read the program of process {}", pid), errno);
+  }
+  if (program.starts_with('/')) {
+    // The program as the process sees it, through its own root: the same
+    // file when stat() says so in the process's own mount namespace.
+    const std::string path = proc + "/root" + program;
+    struct stat named {};
+    if (stat(path.c_str(), &named) != 0) return std::optional<std::string>();
+    if (named.st_dev != exe.st_dev || named.st_ino != exe.st_ino) {
+      return std::optional<std::string>();
+    }
+    return std::optional<std::string>(path);
+  }
+  char target[PATH_MAX];
+  const ssize_t length = readlink(exe_link.c_str(), target, sizeof target - 1);
+  if (length < 0) return runtime_error(fmt::format("read the program of process {}", pid), errno);
+  std::string_view inside(target, static_cast<size_t>(length));
+  if (inside.ends_with(" (deleted)")) inside.remove_suffix(10);
+  if (basename_of(inside) != program || !inside.starts_with('/')) {
+    return std::optional<std::string>();
+  }
+  return std::optional<std::string>(proc + "/root" + std::string(inside));
+}
+
+ProgramFollower::ProgramFollower(std::unique_ptr<ExecWatch> watch, FunctionAttacher& attacher,
+                                 BpfObject& object, Aggregator& aggregator, Note note, Note detail)
+    : watch_(std::move(watch)),
+      attacher_(attacher),
+      object_(object),
+      aggregator_(aggregator),
+      note_(std::move(note)),
+      detail_(std::move(detail)) {}
+
+ProgramFollower::~ProgramFollower() = default;
+
+std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& targets) {
+  std::vector<std::unique_ptr<Followed>> next;
+  std::vector<Followed*> fresh;
+  for (const auto& target : targets) {
+    auto kept = std::find_if(followed_.begin(), followed_.end(), [&](const auto& followed) {
+      return followed && followed->target == target;
+    });
+    if (kept != followed_.end()) {
+      next.push_back(std::move(*kept));
+      continue;
+    }
+    next.push_back(std::make_unique<Followed>(Followed{target, {}, {}}));
+    fresh.push_back(next.back().get());
+  }
+  for (auto& gone : followed_) {
+    if (!gone) continue;
+    for (auto& [file, attached] : gone->files) {
+      for (auto& links : attached.links) links.detach_all();
+      for (uint32_t fn_id : attached.fn_ids) aggregator_.remove_function(fn_id);
+    }
+    note_(fmt::format("stopped following {} ({})", gone->target.program, gone->target.name));
+  }
+  followed_ = std::move(next);
+  std::vector<uint32_t> added;
+  if (fresh.empty()) return added;
+  auto running = watch_->running();
+  if (!running) {
+    note_("cannot list the running processes: " + running.error().message() +
+          "; programs already running are traced from their next start");
+    return added;
+  }
+  for (Followed* followed : fresh) {
+    for (const auto& start : *running) handle(start, *followed, added);
+  }
+  return added;
+}
+
+Result<std::vector<uint32_t>> ProgramFollower::poll() {
+  auto drained = watch_->drain();
+  if (!drained) return std::unexpected(drained.error());
+  stats_.processes_seen += drained->size();
+  // A process that exec'd twice since the last poll runs its last program.
+  std::unordered_map<int, size_t> last;
+  for (size_t i = 0; i < drained->size(); i++) last[(*drained)[i].pid] = i;
+  std::vector<uint32_t> added;
+  for (size_t i = 0; i < drained->size(); i++) {
+    if (last[(*drained)[i].pid] != i) continue;
+    for (auto& followed : followed_) handle((*drained)[i], *followed, added);
+  }
+  return added;
+}
+
+void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
+                             std::vector<uint32_t>& added) {
+  if (!start.file) return;
+  const FileId& file = *start.file;
+  if (followed.files.contains(file) || followed.elsewhere.contains(file)) return;
+  auto path = program_in_process(start.pid, followed.target.program);
+  if (!path) {
+    count_failure(FollowFailure::kProcessGone);
+    return;
+  }
+  if (!*path) {
+    if (followed.elsewhere.size() >= kMaxElsewhere) followed.elsewhere.clear();
+    followed.elsewhere.insert(file);
+    return;
+  }
+  attach_file(followed, **path, start.pid, file, added);
+}
+
+void ProgramFollower::attach_file(Followed& followed, const std::string& path, int pid,
+                                  const FileId& file, std::vector<uint32_t>& added) {
+  Followed::File& attached = followed.files[file];
+  std::set<uint64_t> offsets;  // a function two patterns name is probed once
+  auto keep = [&offsets](const ProbeSite& site) { return offsets.insert(site.file_offset).second; };
+  std::vector<std::pair<std::string, std::string>> labels{{"target", followed.target.name}};
+  if (followed.target.name.empty()) labels.clear();
+  labels.insert(labels.end(), followed.target.labels.begin(), followed.target.labels.end());
+  std::string binary;
+  for (const auto& function : followed.target.functions) {
+    const TargetSpec spec{"", function, followed.target.regex};
+    auto result = attacher_.attach(path, spec, object_, pid, std::nullopt, keep,
+                                   fl_mode_of(followed.target.mode));
+    if (!result) {
+      const AttachFailure reason = result.error().reason;
+      count_failure(reason == AttachFailure::kNoRoom       ? FollowFailure::kNoRoom
+                    : reason == AttachFailure::kNoFunction ? FollowFailure::kNoFunction
+                                                           : FollowFailure::kKernelRefused);
+      note_(fmt::format("process {} runs {}, but {} stays untraced there: {}", pid,
+                        followed.target.program, function, result.error().error.message()));
+      continue;
+    }
+    for (const auto& line : result->notes) note_(line);
+    for (const auto& site : result->links.sites()) {
+      ReportGroup group{site.symbol, site.binary, 0, std::nullopt, std::nullopt, labels};
+      if (auto cost = result->cost_ns.find(site.fn_id); cost != result->cost_ns.end()) {
+        group.probe_cost_ns = cost->second;
+      }
+      aggregator_.join_function(site.fn_id, std::move(group));
+      attached.fn_ids.push_back(site.fn_id);
+      added.push_back(site.fn_id);
+      binary = site.binary;
+    }
+    attached.links.push_back(std::move(result->links));
+  }
+  if (attached.fn_ids.empty()) return;
+  note_(fmt::format("following {}: {} function{} attached in {} (process {}, file {}:{})",
+                    followed.target.name.empty() ? followed.target.program : followed.target.name,
+                    attached.fn_ids.size(), attached.fn_ids.size() == 1 ? "" : "s", binary, pid,
+                    file.dev, file.ino));
+  detail_(fmt::format("through {}", path));
+}
+
+FollowStats ProgramFollower::stats() const {
+  FollowStats stats = stats_;
+  stats.exec_dropped = watch_->dropped();
+  for (const auto& followed : followed_) {
+    for (const auto& [file, attached] : followed->files) {
+      if (attached.fn_ids.empty()) continue;
+      stats.files_attached++;
+      stats.functions_attached += attached.fn_ids.size();
+    }
+  }
+  return stats;
+}
+
+size_t ProgramFollower::link_count() const {
+  size_t count = 0;
+  for (const auto& followed : followed_) {
+    for (const auto& [file, attached] : followed->files) {
+      for (const auto& links : attached.links) count += links.link_count();
+    }
+  }
+  return count;
+}
+
+}  // namespace funclatency

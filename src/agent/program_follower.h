@@ -1,0 +1,92 @@
+// Following programs into containers: every process on the host that runs a
+// followed program (an absolute path as the process itself sees it, inside
+// its container, or an executable's file name), running at the start or
+// exec'd later (the exec watch), gets the target's functions timed. Probes
+// go on files: one file (an image layer's, shared by every container of the
+// image) is attached once, whatever the number of containers that run it; a
+// new image version is a new file and is attached when it first runs.
+// A file's first calls, those made between its exec and its attach, are the
+// only ones not seen (bench/ measures that window).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/agent_config.h"
+#include "collect/aggregator.h"
+#include "common/error.h"
+#include "probe/exec_watch.h"
+#include "probe/function_attacher.h"
+
+namespace funclatency {
+
+// Why a process that runs a followed program has no probes, by count.
+enum class FollowFailure : uint32_t {
+  kNoFunction = 0,  // the program has none of the target's functions
+  kNoRoom,          // the maps have no function id left (--late-functions)
+  kKernelRefused,   // the kernel refused the probes
+  kProcessGone,     // the process exited before its program could be read
+  kCount,
+};
+std::string_view follow_failure_name(FollowFailure failure);
+
+// What the follower has done, for the self-metrics.
+struct FollowStats {
+  uint64_t processes_seen = 0;      // exec'd since the start, or running at a (re)load
+  uint64_t exec_dropped = 0;        // execs the kernel's ring had no room for
+  uint64_t files_attached = 0;      // files (image layers) with probes now
+  uint64_t functions_attached = 0;  // functions with probes now
+  std::array<uint64_t, static_cast<size_t>(FollowFailure::kCount)> failures{};
+};
+
+// Whether process `pid` runs `program` (as FollowTarget::program says), and
+// the path to open the program by ("/proc/PID/root/..."): nothing when it
+// runs another, kProcessGone-style runtime error when it is gone.
+Result<std::optional<std::string>> program_in_process(int pid, const std::string& program);
+
+class ProgramFollower {
+ public:
+  using Note = std::function<void(const std::string&)>;
+  // `attacher`, `object` and `aggregator` must outlive it. `note` hears what
+  // was attached and what failed (stderr); `detail` more (-v).
+  ProgramFollower(std::unique_ptr<ExecWatch> watch, FunctionAttacher& attacher, BpfObject& object,
+                  Aggregator& aggregator, Note note, Note detail);
+  ~ProgramFollower();
+
+  // Follows `targets` from now on: a target as it was keeps its probes and
+  // its totals; one no longer there is detached and leaves the reports; a
+  // new one is attached to the processes running its program now. Returns
+  // the functions attached.
+  std::vector<uint32_t> follow(const std::vector<FollowTarget>& targets);
+  // Attaches what the programs exec'd since the last poll need.
+  Result<std::vector<uint32_t>> poll();
+
+  int wait_fd() const { return watch_->wait_fd(); }
+  FollowStats stats() const;
+  size_t link_count() const;
+
+ private:
+  struct Followed;
+  void handle(const ProgramStart& start, Followed& followed, std::vector<uint32_t>& added);
+  void attach_file(Followed& followed, const std::string& path, int pid, const FileId& file,
+                   std::vector<uint32_t>& added);
+  void count_failure(FollowFailure failure) { stats_.failures[static_cast<size_t>(failure)]++; }
+
+  std::unique_ptr<ExecWatch> watch_;
+  FunctionAttacher& attacher_;
+  BpfObject& object_;
+  Aggregator& aggregator_;
+  Note note_;
+  Note detail_;
+  std::vector<std::unique_ptr<Followed>> followed_;
+  FollowStats stats_;
+};
+
+}  // namespace funclatency
