@@ -6,7 +6,8 @@ and only real containers show what the kernel, podman and runc really do. No
 registry is reachable here, so an image is a folder made on the spot (the
 files a test names plus every library `ldd` names for them, and the dynamic
 loader) imported with `podman import`. Containers run with runc and the
-limits this machine allows (see DESIGN.md, "Containers on this machine").
+limits this machine allows (../shared/DESIGN.md, "Containers on this
+machine").
 
 Use: import the fixtures into a test module (pytest finds them there):
 
@@ -18,12 +19,15 @@ Use: import the fixtures into a test module (pytest finds them there):
                              volumes={tmp_path: "/out"})
         box.wait_for_log(r"^ready pid=1$")
         print(box.id, box.pid, f"/proc/{box.pid}/root/app/target-app")
-        box.stop()                      # SIGTERM, then the exit code is box.wait()
+        box.signal(signal.SIGUSR1)     # from the host, to its PID 1
+        assert box.stop() == 0          # SIGTERM: target-app writes its truth
+        box.start()                     # the same container again: a new box.pid
 
 Images are built once per session (the same name, tag and files give the same
-image) and removed at its end; containers are removed when their test ends,
-passed or failed. Every name carries a prefix unique to this pytest run, so
-runs in parallel never collide.
+image) and removed at its end; each image's files are its own (probes on
+v1's binary fire in v1's containers, not v2's, even for the same bytes).
+Containers are removed when their test ends, passed or failed. Every name
+carries a prefix unique to this pytest run, so runs in parallel never collide.
 """
 
 import os
@@ -137,10 +141,10 @@ class Container:
         handled signal reaches a container's PID 1)."""
         os.kill(self.pid, signum)
 
-    def stop(self, timeout=10):
-        """SIGTERM, then SIGKILL after `timeout` seconds; waits for the exit."""
+    def stop(self, timeout=10) -> int:
+        """SIGTERM, then SIGKILL after `timeout` seconds; returns the exit code."""
         podman("stop", "--time", timeout, self.id)
-        self.pid = 0
+        return self.wait()
 
     def start(self):
         """Starts a stopped container again: a new main process, a new pid."""
@@ -170,7 +174,9 @@ class ContainerImages:
         """localhost/<prefix>-<name>:<tag>, an image holding `files` ({path
         inside: host file}), their libraries and `links` ({path inside:
         symlink target}) (see make_rootfs). Built once per session: the same
-        call again returns the same image."""
+        call again returns the same image. Each image has files of its own
+        (other inodes), even where another image holds the same bytes: probes
+        on one image's binary fire in that image's containers only."""
         reference = f"localhost/{self.prefix}-{name}:{tag}"
         recipe = ({str(k): str(v) for k, v in files.items()}, dict(links or {}))
         if reference in self._built:
@@ -181,6 +187,10 @@ class ContainerImages:
             rootfs = Path(scratch) / "rootfs"
             rootfs.mkdir()
             make_rootfs(rootfs, files, links)
+            # podman shares a layer between imports of identical archives: the
+            # image's own name makes its archive, and so its files, its own.
+            (rootfs / "etc").mkdir(exist_ok=True)
+            (rootfs / "etc" / "funclatency-test-image").write_text(reference + "\n")
             archive = Path(scratch) / "rootfs.tar"
             subprocess.run(["tar", "-C", str(rootfs), "-cf", str(archive), "."], check=True)
             podman("import", archive, reference)

@@ -4,8 +4,9 @@ only inside the container, reached through an absolute symlink that means
 something only there (/usr/lib/libplugin.so -> /usr/lib/x/libplugin.so.1).
 realpath() of such a path answers with a path in our own root, where the file
 is not; the tool must keep the /proc/PID/root prefix and resolve the rest
-inside it. Every call is counted against the container's own ground truth,
-and the report names the binary by the path given."""
+inside it. Every call is counted against the container's own ground truth;
+the report names a binary given as a path by that path, one given as a name
+by the path the process knows."""
 
 import json
 import os
@@ -88,7 +89,7 @@ def test_binary_through_proc_root_until_stopped(procs, tool, app_image, containe
     traced = procs.start_tool(tool, ["--json", "-p", box.pid, f"{binary}:slow_op"])
     box.signal(signal.SIGUSR1)
     time.sleep(1.0)
-    box.stop()  # SIGTERM: target-app finishes its call and writes its truth
+    assert box.stop() == 0  # SIGTERM: target-app finishes its call and writes its truth
     truth = Truth(json.loads((tmp_path / "truth.json").read_text()))
     record = finish_tool(traced, True)["slow_op"]
     assert truth.function("slow_op")["calls"] > 0
@@ -114,6 +115,7 @@ def test_library_only_the_container_has(procs, tool, plugin_image, containers, t
                                         "naming_lib_op", LIBRARY_CALLS, "/out/truth.json"],
                          volumes={tmp_path: "/out"})
     box.wait_for_log(READY)
+    assert not os.path.exists("/usr/lib/x/libplugin.so.1")
     # The library is not loaded yet: probes go on the file, found before dlopen().
     path = f"/proc/{box.pid}/root/usr/lib/libplugin.so"
     with_pid = form.endswith("-p")
