@@ -1,24 +1,22 @@
 #include "probe/library_watch.h"
 
 #include <fmt/format.h>
-#include <limits.h>
-#include <stdlib.h>
 
 #include <algorithm>
 
 #include "symbols/binary_locator.h"
+#include "symbols/proc_root_path.h"
 #include "symbols/process_files.h"
 
 namespace funclatency {
 namespace {
 
-// A mapped file's path as we can open it: the process may see another root.
+// A mapped file's path as we can open it: the process may see another root
+// (kept as a prefix, never realpath()ed back into ours).
 std::string openable_path(const std::string& mapped, int pid) {
-  const std::string root = process_root_prefix(pid);
-  if (!root.empty()) return root + mapped;
-  char buffer[PATH_MAX];
-  if (realpath(mapped.c_str(), buffer) != nullptr) return buffer;
-  return mapped;
+  const std::string path = process_root_prefix(pid) + mapped;
+  auto resolved = real_path(path);
+  return resolved ? *resolved : path;
 }
 
 std::string describe(const TargetSpec& spec) {

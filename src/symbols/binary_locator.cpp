@@ -1,7 +1,5 @@
 #include "symbols/binary_locator.h"
 
-#include <limits.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,16 +7,11 @@
 #include <string_view>
 
 #include "symbols/library_lookup.h"
+#include "symbols/proc_root_path.h"
 #include "symbols/process_files.h"
 
 namespace funclatency {
 namespace {
-
-std::optional<std::string> real_path(const std::string& path) {
-  char buffer[PATH_MAX];
-  if (realpath(path.c_str(), buffer) == nullptr) return std::nullopt;
-  return std::string(buffer);
-}
 
 bool is_regular_file(const std::string& path) {
   struct stat status;
@@ -31,16 +24,19 @@ std::string_view basename_of(std::string_view path) {
 }
 
 Result<std::string> locate_path(const std::string& binary, std::optional<int> pid) {
+  // "/proc/PID/root/..." keeps its prefix (real_path resolves inside it).
   const auto path = real_path(binary);
-  const int err = errno;
   if (path && is_regular_file(*path)) return *path;
-  if (pid && binary.starts_with('/')) {
+  if (pid && binary.starts_with('/') && !split_proc_root(binary)) {
     // A path as the traced process sees it, inside its container.
-    const std::string in_root = process_root_prefix(*pid) + binary;
-    if (is_regular_file(in_root)) return in_root;
+    // Its symlinks are resolved inside its root, not ours.
+    if (const std::string root = process_root_prefix(*pid); !root.empty()) {
+      auto in_root = real_path(root + binary);
+      if (in_root && is_regular_file(*in_root)) return *in_root;
+    }
   }
   if (path) return bad_input(binary + " is not a regular file");
-  return bad_input("cannot find " + binary, "check the path", err);
+  return std::unexpected(path.error());
 }
 
 // A file the process has mapped whose name is `name` or the library `name`.
@@ -68,7 +64,8 @@ bool target_names_file(const std::string& binary, const std::string& mapped_path
   if (binary.empty()) return false;
   if (binary.find('/') != std::string::npos) {
     const auto resolved = real_path(binary);
-    return binary == mapped_path || (resolved && resolved == real_path(mapped_path));
+    const auto mapped = real_path(mapped_path);
+    return binary == mapped_path || (resolved && mapped && *resolved == *mapped);
   }
   const std::string_view base = basename_of(mapped_path);
   return base == binary || library_name_matches(binary, base);
@@ -86,7 +83,8 @@ std::optional<std::string> find_on_path(const std::string& name) {
         end > start ? directories.substr(start, end - start) : std::string_view(".");
     const std::string candidate = std::string(directory) + "/" + name;
     if (is_regular_file(candidate) && access(candidate.c_str(), X_OK) == 0) {
-      return real_path(candidate);
+      if (auto path = real_path(candidate)) return *path;
+      return std::nullopt;
     }
     start = end + 1;
   }

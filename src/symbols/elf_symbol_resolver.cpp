@@ -18,6 +18,7 @@
 #include "symbols/go_binary.h"
 #include "symbols/ifunc_target.h"
 #include "symbols/name_matcher.h"
+#include "symbols/proc_root_path.h"
 #include "symbols/process_files.h"
 
 namespace funclatency {
@@ -387,18 +388,26 @@ Result<Resolution> ElfSymbolResolver::resolve_detailed(const TargetSpec& spec,
                                                        const ResolveOptions& options) {
   auto path = locate_binary(spec.binary, options.pid, paths_);
   if (!path) return std::unexpected(path.error());
+  if (split_proc_root(spec.binary)) return resolve_shown(*path, spec.binary, spec, options);
   return resolve_in_file(*path, spec, options);
 }
 
 Result<Resolution> ElfSymbolResolver::resolve_in_file(const std::string& path,
                                                       const TargetSpec& spec,
                                                       const ResolveOptions& options) {
+  // Users read the path the process knows; probes attach through ours.
+  return resolve_shown(path, options.pid ? path_in_process(*options.pid, path) : path, spec,
+                       options);
+}
+
+Result<Resolution> ElfSymbolResolver::resolve_shown(const std::string& path,
+                                                    const std::string& shown_path,
+                                                    const TargetSpec& spec,
+                                                    const ResolveOptions& options) {
   auto matcher = NameMatcher::create(spec.function, spec.regex);
   if (!matcher) return std::unexpected(matcher.error());
   auto table = table_for(path, *matcher);
   if (!table) return std::unexpected(table.error());
-  // Users read the path the process knows; probes attach through ours.
-  const std::string shown_path = options.pid ? path_in_process(*options.pid, path) : path;
 
   const Aliases by_address = matches_by_address(**table, *matcher);
   if (by_address.empty()) return no_match_error(**table, *matcher, shown_path);

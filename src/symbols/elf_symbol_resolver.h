@@ -64,7 +64,9 @@ class ElfSymbolResolver {
   // spec that matches nothing is a kBadInput error with close names in
   // Error::hint.
   Result<std::vector<ProbeSite>> resolve(const TargetSpec& spec, const ResolveOptions& options);
-  // resolve(), with the binary and what was skipped.
+  // resolve(), with the binary and what was skipped. A BINARY given as a
+  // path through a process's root ("/proc/PID/root/app/x") is reported as
+  // given.
   Result<Resolution> resolve_detailed(const TargetSpec& spec, const ResolveOptions& options);
   // Matches spec.function in the file at `path`, already located (e.g. a
   // library the traced process mapped later). spec.binary is ignored. With
@@ -88,6 +90,9 @@ class ElfSymbolResolver {
   Result<std::shared_ptr<const SymbolTable>> table_for(const std::string& path,
                                                        const NameMatcher& matcher);
   Result<ElfFile> open_file(const std::string& path);
+  // resolve_in_file(), reporting the file as `shown_path`.
+  Result<Resolution> resolve_shown(const std::string& path, const std::string& shown_path,
+                                   const TargetSpec& spec, const ResolveOptions& options);
 
   SearchPaths paths_;
   bool exact_name_lookup_ = true;

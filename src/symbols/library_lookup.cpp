@@ -1,8 +1,6 @@
 #include "symbols/library_lookup.h"
 
 #include <dirent.h>
-#include <limits.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cctype>
@@ -10,6 +8,8 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+
+#include "symbols/proc_root_path.h"
 
 namespace funclatency {
 namespace {
@@ -66,15 +66,12 @@ bool is_elf_file(const std::string& path) {
                                                        4) == 0;
 }
 
+// `path` under `root`, its symlinks resolved inside that root (a
+// container's "/usr/lib/libz.so.1" may point at "/usr/lib/libz.so.1.2.13").
 std::optional<std::string> resolved_path(const std::string& path, const std::string& root) {
-  if (!root.empty()) {
-    // realpath would follow /proc/PID/root back into our own namespace.
-    return is_elf_file(root + path) ? std::optional(root + path) : std::nullopt;
-  }
-  char buffer[PATH_MAX];
-  if (realpath(path.c_str(), buffer) == nullptr) return std::nullopt;
-  if (!is_elf_file(buffer)) return std::nullopt;
-  return std::string(buffer);
+  auto resolved = real_path(root + path);
+  if (!resolved || !is_elf_file(*resolved)) return std::nullopt;
+  return *resolved;
 }
 
 // Prefers the name the user wrote exactly, then the order found.
