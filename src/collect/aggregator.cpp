@@ -233,7 +233,7 @@ void Aggregator::join_function(uint32_t fn_id, ReportGroup group) {
   for (uint32_t index = 0; index < reports_.size(); index++) {
     const FunctionReport& report = reports_[index];
     const bool series = index < series_group_.size() && series_group_[index].has_value();
-    const bool removed = index < removed_.size() && removed_[index];
+    const bool removed = index < removed_.size() && removed_[index] != RemoveState::kLive;
     if (series || removed || report.symbol != group.symbol || report.binary != group.binary ||
         report.pid != group.pid || report.labels != group.labels) {
       continue;
@@ -251,10 +251,14 @@ void Aggregator::remove_function(uint32_t fn_id) {
   const uint32_t group = group_of_function_[fn_id];
   group_of_function_[fn_id] = kNoGroup;
   if (std::count(group_of_function_.begin(), group_of_function_.end(), group) > 0) return;
-  removed_.resize(reports_.size(), false);
-  removed_[group] = true;
-  for (size_t index = 0; index < reports_.size(); index++) {
-    if (index < series_group_.size() && series_group_[index] == group) removed_[index] = true;
+  for (auto* states : {&removed_, &live_removed_}) {
+    states->resize(reports_.size(), RemoveState::kLive);
+    (*states)[group] = RemoveState::kLastReport;
+    for (size_t index = 0; index < reports_.size(); index++) {
+      if (index < series_group_.size() && series_group_[index] == group) {
+        (*states)[index] = RemoveState::kLastReport;
+      }
+    }
   }
 }
 
@@ -284,10 +288,14 @@ void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
 // With --by: a group's own report holds the calls folded into `other`; it is
 // shown once it has any. A series reported for the last time is not shown
 // again.
-std::vector<FunctionReport> Aggregator::visible(const std::vector<FunctionReport>& reports,
-                                                bool totals_merged,
-                                                const std::vector<RetireState>& states) const {
-  auto removed = [this](size_t index) { return index < removed_.size() && removed_[index]; };
+std::vector<FunctionReport> Aggregator::visible(
+    const std::vector<FunctionReport>& reports, bool totals_merged,
+    const std::vector<RetireState>& states, const std::vector<RemoveState>& removed_states) const {
+  // A removed group is in one more report of each kind (its calls since the
+  // last one), then gone.
+  auto removed = [&removed_states](size_t index) {
+    return index < removed_states.size() && removed_states[index] == RemoveState::kGone;
+  };
   std::vector<FunctionReport> shown;
   if (!series_.by) {
     for (size_t index = 0; index < reports.size(); index++) {
@@ -327,7 +335,8 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
   // Exporters see a series of a process that exited once more, then no
   // longer, whether or not intervals are reported.
   advance_retirement(live_retired_, nullptr);
-  report.functions = visible(all, true, live_retired_);
+  report.functions = visible(all, true, live_retired_, live_removed_);
+  advance_removal(live_removed_);
   report.series_folded = folded_ + kernel_folded_;
   report.probe_cpu_ns = probe_cpu_ns_;
   return report;
@@ -347,7 +356,8 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
   advance_retirement(retired_, &newly_retired_);
-  report.functions = visible(reports_, true, retired_);
+  report.functions = visible(reports_, true, retired_, removed_);
+  advance_removal(removed_);
   report.series_folded = folded_ + kernel_folded_;
   report.probe_cpu_ns = probe_cpu_ns_;
   for (auto& function : reports_) {
@@ -359,6 +369,12 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
   std::fill(fn_interval_calls_.begin(), fn_interval_calls_.end(), 0);
   interval_start_ = now;
   return report;
+}
+
+void Aggregator::advance_removal(std::vector<RemoveState>& states) {
+  for (auto& state : states) {
+    if (state == RemoveState::kLastReport) state = RemoveState::kGone;
+  }
 }
 
 void Aggregator::advance_retirement(std::vector<RetireState>& states,

@@ -140,9 +140,13 @@ class Aggregator {
   // Marks series of processes that exited: reported once more (kThisReport),
   // then gone; `newly` hears the keys marked now.
   void advance_retirement(std::vector<RetireState>& states, std::vector<SeriesKey>* newly);
+  // By report index: a group no function reports to any more is in one more
+  // report (take_report's and peek_report's each), then gone.
+  enum class RemoveState : uint8_t { kLive, kLastReport, kGone };
+  static void advance_removal(std::vector<RemoveState>& states);
   std::vector<FunctionReport> visible(const std::vector<FunctionReport>& reports,
-                                      bool totals_merged,
-                                      const std::vector<RetireState>& states) const;
+                                      bool totals_merged, const std::vector<RetireState>& states,
+                                      const std::vector<RemoveState>& removed_states) const;
   static bool was_retired_before(const std::vector<RetireState>& states, size_t index);
   bool reports_to_a_group(uint32_t fn_id) const {
     return fn_id < group_of_function_.size() && group_of_function_[fn_id] < reports_.size();
@@ -160,8 +164,9 @@ class Aggregator {
   SeriesOptions series_;
   std::map<std::pair<uint32_t, SeriesKey>, size_t> series_index_;  // (group, key) -> reports_
   std::vector<std::optional<uint32_t>> series_group_;  // by report index: a series' group
-  std::vector<bool> removed_;         // by report index: a group no function reports to any more
-  std::vector<RetireState> retired_;  // by report index: in take_report's reports
+  std::vector<RemoveState> removed_;
+  std::vector<RemoveState> live_removed_;
+  std::vector<RetireState> retired_;       // by report index: in take_report's reports
   std::vector<RetireState> live_retired_;  // the same for peek_report's (exporters)
   std::vector<SeriesKey> newly_retired_;
   uint64_t folded_ = 0;  // distinct series folded into other (events mode)
