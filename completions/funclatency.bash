@@ -41,7 +41,7 @@ _funclatency() {
     --mode --auto-threshold --exit-probes --json -v --verbose -l --list
     -r --regex --merge --max-functions --wait-for-library --late-functions
     --calibrate --subtract-overhead --cpu-split --by --max-series -c --cgroup
-    --kernel-slots --slowest --slower-than
+    --kernel-slots --slowest --slower-than --follow --config --check-config
     --prometheus --prometheus-prefix --web-config --otlp --otlp-protocol
     --otlp-histogram --otlp-temporality --otlp-pid-attribute --user"
 
@@ -70,6 +70,10 @@ _funclatency() {
       ;;
     --web-config)
       _filedir
+      return
+      ;;
+    --config)
+      _filedir '@(yaml|yml)'
       return
       ;;
     -i | --interval | -d | --duration | --auto-threshold | --max-functions | \

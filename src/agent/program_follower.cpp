@@ -51,8 +51,6 @@ std::string_view follow_failure_name(FollowFailure failure) {
       return "no_room";
     case FollowFailure::kKernelRefused:
       return "kernel_refused";
-    case FollowFailure::kProcessGone:
-      return "process_gone";
     case FollowFailure::kCount:
       break;
   }
@@ -157,10 +155,7 @@ void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
   const FileId& file = *start.file;
   if (followed.files.contains(file) || followed.elsewhere.contains(file)) return;
   auto path = program_in_process(start.pid, followed.target.program);
-  if (!path) {
-    count_failure(FollowFailure::kProcessGone);
-    return;
-  }
+  if (!path) return;  // gone before it could be looked at (program_follower.h)
   if (!*path) {
     if (followed.elsewhere.size() >= kMaxElsewhere) followed.elsewhere.clear();
     followed.elsewhere.insert(file);

@@ -32,7 +32,6 @@ enum class FollowFailure : uint32_t {
   kNoFunction = 0,  // the program has none of the target's functions
   kNoRoom,          // the maps have no function id left (--late-functions)
   kKernelRefused,   // the kernel refused the probes
-  kProcessGone,     // the process exited before its program could be read
   kCount,
 };
 std::string_view follow_failure_name(FollowFailure failure);
@@ -48,7 +47,10 @@ struct FollowStats {
 
 // Whether process `pid` runs `program` (as FollowTarget::program says), and
 // the path to open the program by ("/proc/PID/root/..."): nothing when it
-// runs another, kProcessGone-style runtime error when it is gone.
+// runs another, an error when it is gone. A process gone before it could be
+// looked at (most short-lived ones: a shell's pipeline, a runtime's helpers)
+// is not counted anywhere: whether it ran the program cannot be known, and
+// if it did, its file is attached at its next start.
 Result<std::optional<std::string>> program_in_process(int pid, const std::string& program);
 
 class ProgramFollower {

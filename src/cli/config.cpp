@@ -77,7 +77,7 @@ Result<uint64_t> parse_duration_ns(std::string_view text) {
   return static_cast<uint64_t>(ns + 0.5);
 }
 
-void add_core_options(CLI::App& app, CommandLine& v) {
+void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
   // The project version from CMake, and the git revision of a checkout build.
   // main() prints it and exits 0 when CLI11 reports it (CLI::CallForVersion).
   app.set_version_flag("--version", "funclatency " FUNCLATENCY_VERSION_TEXT,
@@ -87,10 +87,11 @@ void add_core_options(CLI::App& app, CommandLine& v) {
                "(alone: funclatency --calibrate)");
   app.add_flag("--subtract-overhead", v.subtract_overhead,
                "Calibrate first, then take the probes' own cost off every duration");
-  app.add_option("TARGET", v.targets,
+  auto* target = app.add_option("TARGET", v.targets,
                  "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
                  "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.\n"
                  "With --follow: PROGRAM:FUNCTION, PROGRAM as containers see it");
+  target->required(targets_required);
   app.add_flag("--follow", v.follow,
                "Follow each TARGET's program into every container: PROGRAM is a path as the\n"
                "processes see it (/app/server), or an executable's name; every process on\n"

@@ -81,7 +81,10 @@ struct CommandLine {
   bool check_config = false;
 };
 
-void add_core_options(CLI::App& app, CommandLine& values);
+// `targets_required`: false when the command line names a --config file,
+// whose targets take their place (CLI11 then lets no option take a TARGET
+// as its value, as with --otlp URL).
+void add_core_options(CLI::App& app, CommandLine& values, bool targets_required = true);
 Result<Config> finish_config(const CommandLine& values);
 // --follow: the TARGETs as programs to follow, one target per program.
 Result<std::vector<FollowTarget>> follow_targets_of(const std::vector<std::string>& targets,

@@ -583,7 +583,10 @@ int main(int argc, char** argv) {
   app.footer(std::string(report::kOfflineHelp) + kExamples);
   app.get_formatter()->column_width(34);
   CommandLine values;
-  add_core_options(app, values);
+  const bool config_file = std::any_of(argv + 1, argv + argc, [](const char* arg) {
+    return std::string_view(arg) == "--config" || std::string_view(arg).starts_with("--config=");
+  });
+  add_core_options(app, values, !config_file);
   PrometheusCliValues prometheus_values;
   add_prometheus_options(app, prometheus_values);
   OtlpCliValues otlp_values;

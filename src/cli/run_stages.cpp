@@ -218,8 +218,8 @@ std::string follow_banner(const Config& config) {
       functions += (functions.empty() ? "" : ", ") + function;
     }
     text +=
-        fmt::format("{}{} {} ({}){}", text.empty() ? "" : "; ",
-                    target.name.empty() ? "" : target.name + ":", target.program, functions,
+        fmt::format("{}{}{} ({}){}", text.empty() ? "" : "; ",
+                    target.name.empty() ? "" : target.name + ": ", target.program, functions,
                     target.labels.empty() ? "" : fmt::format(" +{} labels", target.labels.size()));
   }
   if (config.check_config) {

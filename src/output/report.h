@@ -133,7 +133,7 @@ struct AgentStatus {
   uint64_t processes_seen = 0;                // seen at exec since the start
   uint64_t exec_dropped = 0;                  // execs the kernel's ring had no room for
   // Processes running a followed program left untraced, by reason
-  // (no_function, no_room, kernel_refused, process_gone).
+  // (no_function, no_room, kernel_refused).
   std::vector<std::pair<std::string, uint64_t>> attach_failures;
   // The CPU time the probes cost the traced programs: calls (timed and
   // lost) times the calibrated probe cost of each function.

@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bpf/funclatency.h"
+
 namespace funclatency {
 namespace {
 
@@ -68,6 +70,59 @@ TEST(Config, Durations) {
   for (const char* bad : {"", "ms", "10", "1.2.3ms", "-5ms", "10 ms", "10min", ".ms", "1e99s"}) {
     EXPECT_FALSE(parse_duration_ns(bad)) << bad;
   }
+}
+
+TEST(FollowTargets, OneTargetPerProgram) {
+  auto followed =
+      follow_targets_of({"/app/server:handle", "/app/server:db_*", "nginx:ngx_*"}, false);
+  ASSERT_TRUE(followed) << followed.error().message();
+  ASSERT_EQ(followed->size(), 2u);
+  EXPECT_EQ((*followed)[0].program, "/app/server");
+  EXPECT_EQ((*followed)[0].functions, (std::vector<std::string>{"handle", "db_*"}));
+  EXPECT_EQ((*followed)[1].program, "nginx");
+  EXPECT_TRUE((*followed)[1].name.empty());
+}
+
+TEST(FollowTargets, ARelativePathOrNoProgramIsRefused) {
+  for (const char* target : {"./server:handle", ":handle", "app/server:handle"}) {
+    SCOPED_TRACE(target);
+    auto followed = follow_targets_of({target}, false);
+    ASSERT_FALSE(followed);
+    EXPECT_EQ(followed.error().kind, ErrorKind::kBadInput);
+  }
+}
+
+TEST(FinishConfig, FollowSeriesByCgroupUnlessTold) {
+  CommandLine values;
+  values.targets = {"/app/server:handle"};
+  values.follow = true;
+  auto config = finish_config(values);
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_TRUE(config->following());
+  EXPECT_TRUE(config->targets.empty());
+  EXPECT_EQ(config->series_by, static_cast<uint32_t>(FL_BY_CGROUP));
+  values.by = {"pid"};
+  EXPECT_EQ(finish_config(values)->series_by, static_cast<uint32_t>(FL_BY_PID));
+}
+
+TEST(FinishConfig, FollowAndConfigRefuseWhatContradictsThem) {
+  CommandLine follow_with_pid;
+  follow_with_pid.targets = {"/app/server:handle"};
+  follow_with_pid.follow = true;
+  follow_with_pid.pid = 12;
+  EXPECT_FALSE(finish_config(follow_with_pid));
+  CommandLine check_alone;
+  check_alone.targets = {"/app/server:handle"};
+  check_alone.check_config = true;
+  EXPECT_FALSE(finish_config(check_alone));
+  CommandLine config_and_targets;
+  config_and_targets.config_file = "agent.yaml";
+  config_and_targets.targets = {"/app/server:handle"};
+  EXPECT_FALSE(finish_config(config_and_targets));
+  CommandLine nothing;
+  auto refused = finish_config(nothing);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("no TARGET"), std::string::npos);
 }
 
 }  // namespace

@@ -156,5 +156,62 @@ TEST(Aggregator, SlowCallsGoToTheirSeries) {
   }
 }
 
+// --follow: one program in two files (two image versions) reports as one
+// function; a function with other labels stays apart.
+TEST(Aggregator, JoinedFunctionsShareTheirGroup) {
+  Aggregator aggregator({}, {}, 1000, kStart);
+  const std::vector<std::pair<std::string, std::string>> labels{{"target", "app"}};
+  aggregator.join_function(0, {"slow_op", "/app/x", 0, {}, {}, labels});
+  aggregator.join_function(1, {"slow_op", "/app/x", 0, {}, {}, labels});
+  aggregator.join_function(2, {"slow_op", "/app/x", 0, {}, {}, {{"target", "other"}}});
+  aggregator.on_event(0, 1000);
+  aggregator.on_event(1, 2000);
+  aggregator.on_event(2, 3000);
+  Report report = aggregator.take_report(Report::Kind::kInterval, kStart);
+  ASSERT_EQ(report.functions.size(), 2u);
+  EXPECT_EQ(report.functions[0].interval.count(), 2u);
+  EXPECT_EQ(report.functions[0].labels, labels);
+  EXPECT_EQ(report.functions[1].interval.count(), 1u);
+}
+
+// A removed function's calls since the last report are in one more report
+// of each kind (intervals, exporters' running totals), then it is gone.
+TEST(Aggregator, ARemovedFunctionIsReportedOnceMoreThenGone) {
+  Aggregator aggregator({}, {}, 1000, kStart);
+  aggregator.join_function(0, {"kept", "/app/x", 0});
+  aggregator.join_function(1, {"removed", "/app/x", 0});
+  aggregator.on_event(0, 1000);
+  aggregator.on_event(1, 1000);
+  aggregator.remove_function(1);
+  aggregator.on_event(1, 1000);  // a call in flight when the probes went: not counted
+  Report live = aggregator.peek_report(kStart);
+  ASSERT_EQ(live.functions.size(), 2u);
+  Report interval = aggregator.take_report(Report::Kind::kInterval, kStart);
+  ASSERT_EQ(interval.functions.size(), 2u);
+  EXPECT_EQ(interval.functions[1].symbol, "removed");
+  EXPECT_EQ(interval.functions[1].interval.count(), 1u);
+  EXPECT_EQ(aggregator.take_report(Report::Kind::kInterval, kStart).functions.size(), 1u);
+  EXPECT_EQ(aggregator.peek_report(kStart).functions.size(), 1u);
+}
+
+// --follow: what the probes cost, from each function's calibrated cost,
+// counting timed and lost calls, and never going down.
+TEST(Aggregator, ProbeCostGrowsWithEveryCall) {
+  Aggregator aggregator({}, {}, 1000, kStart);
+  ReportGroup cheap{"a", "/x", 0};
+  cheap.probe_cost_ns = 100;
+  ReportGroup dear{"b", "/x", 0};
+  dear.probe_cost_ns = 1000;
+  aggregator.join_function(0, cheap);
+  aggregator.join_function(1, dear);
+  aggregator.on_event(0, 5);
+  aggregator.on_event(1, 5);
+  aggregator.on_lost(1, LostCounts{.unreturned = 2});
+  EXPECT_EQ(aggregator.take_report(Report::Kind::kInterval, kStart).probe_cpu_ns, 3100u);
+  aggregator.remove_function(1);
+  aggregator.on_event(0, 5);
+  EXPECT_EQ(aggregator.peek_report(kStart).probe_cpu_ns, 3200u);
+}
+
 }  // namespace
 }  // namespace funclatency
