@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import time
+from datetime import datetime
 
 import pytest
 
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.bpf
 CALLS = 600
 RATE = 200  # calls per second: each process works about 3 s, over several scrapes
 SCRAPE_TIMEOUT = 20.0
+SCRAPE_LAG = 4.0  # seconds: scrape interval 1 s, exporters' live reports every 1 s, slack
 
 
 def agent_records(traced):
@@ -47,16 +49,31 @@ def self_metric(prometheus, expr):
     return samples[0][1] if samples else None
 
 
+def record_time(record):
+    return datetime.fromisoformat(record["time"].replace("Z", "+00:00")).timestamp()
+
+
 def scraped_as_printed(prometheus, traced, expr, field):
-    """Waits until Prometheus has `expr` and returns it, asserting the value is
-    one the agent printed as `field` (a function of an agent record): the same
-    report went to both sinks, whichever of them Prometheus scraped."""
+    """Prometheus' value of `expr` (waiting for it), checked against the agent's
+    records around the query and returned. The exporters also get the running
+    totals between the printed reports, so a scraped value need not be one the
+    agent printed: it lies between what the agent printed SCRAPE_LAG seconds
+    before the query (scrapes and live reports are at most that old) and what
+    it prints after (the values only grow). `field` reads it from a record."""
     assert wait_until(lambda: self_metric(prometheus, expr) is not None, SCRAPE_TIMEOUT,
                       interval=0.25), (
         f"Prometheus has no {expr}\ntargets: {prometheus.api('targets')}\n{traced.describe()}")
+    asked = time.time()
     value = self_metric(prometheus, expr)
-    printed = [field(record) for record in agent_records(traced)]
-    assert value in printed, f"{expr} = {value}, the agent printed {field.__name__}: {printed}"
+    printed = len(agent_records(traced))
+    assert wait_until(lambda: len(agent_records(traced)) > printed, SCRAPE_TIMEOUT), (
+        traced.describe())
+    records = agent_records(traced)
+    before = [field(r) for r in records if record_time(r) <= asked - SCRAPE_LAG]
+    low, high = (before[-1] if before else 0), field(records[-1])
+    assert low <= value <= high, (
+        f"{expr} = {value}; the agent printed {low} {SCRAPE_LAG} s before and {high} after: "
+        f"{[field(r) for r in records]}")
     return value
 
 
@@ -65,10 +82,7 @@ def reloaded(record):
 
 
 def failures(reason):
-    def failures_of(record):
-        return record["attach_failures"][reason]
-    failures_of.__name__ = f"attach_failures.{reason}"
-    return failures_of
+    return lambda record: record["attach_failures"][reason]
 
 
 def settled(prometheus, traced, expr, field, expected):
@@ -113,7 +127,10 @@ def test_self_metrics_match_the_agent_records(procs, tool, target_app, tmp_path,
     assert [t["returned"] for t in truths] == [CALLS] * 3
     assert wait_until(lambda: self_metric(prometheus, "sum(ebpf_function_latency_ms_count)") ==
                       3 * CALLS, SCRAPE_TIMEOUT, interval=0.25), traced.describe()
-    time.sleep(2.5)  # the last calls' cost in a report, and scraped
+    # No calls any more: both sides come to the same value, exactly.
+    assert wait_until(lambda: self_metric(prometheus, cpu_expr) ==
+                      latest_agent(traced)["probe_cpu_seconds"], SCRAPE_TIMEOUT,
+                      interval=0.25), (self_metric(prometheus, cpu_expr), latest_agent(traced))
     cpu_late = scraped_as_printed(prometheus, traced, cpu_expr, lambda r: r["probe_cpu_seconds"])
     assert 0 < cpu_early < cpu_late, (cpu_early, cpu_late)
 
