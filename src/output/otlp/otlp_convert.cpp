@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "common/utf8.h"
+#include "output/self_metrics.h"
 
 namespace funclatency {
 namespace {
@@ -42,6 +43,13 @@ void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attr
   attribute->mutable_value()->set_int_value(value);
 }
 
+// Every attribute key a point gets from the tool itself; a --config label of
+// one of these names is renamed (exported_labels).
+constexpr std::string_view kOwnAttributeNames[] = {
+    "symbol", "binary",       "pid",         "process.pid",       "process.executable.name",
+    "cgroup", "container.id", "k8s.pod.uid", "container.runtime", "series",
+    "reason"};
+
 void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
                              const FunctionReport& function, const OtlpOptions& options) {
   add_attribute(attributes, "symbol", function.symbol);
@@ -59,6 +67,11 @@ void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyVa
     if (*value) add_attribute(attributes, key, **value);
   }
   if (series.other) add_attribute(attributes, "series", "other");
+  if (series.runtime) add_attribute(attributes, "container.runtime", *series.runtime);
+  // --config: the target's name and its labels, as the file names them.
+  for (const auto& [key, value] : exported_labels(function.labels, kOwnAttributeNames)) {
+    add_attribute(attributes, key, value);
+  }
 }
 
 // Resource attributes in precedence order: detected values, then
@@ -334,6 +347,45 @@ void add_health_metrics(metrics_pb::ScopeMetrics* scope, const Report& report,
                   start_ns, time_ns, health.dropped_requests);
 }
 
+// --follow/--config: the agent's own metrics (self_metrics.h), cumulative
+// whatever the temporality (they are the agent's state since it started),
+// gauges where Prometheus has gauges. Their lost calls are left out: the
+// per-function funclatency_lost_calls above already has that name and
+// `reason`, and summed over the functions it is the same count.
+void add_self_metrics(metrics_pb::ScopeMetrics* scope, const Report& report, uint64_t start_ns,
+                      uint64_t time_ns) {
+  for (const SelfMetric& self : self_metrics(report)) {
+    if (self.id == SelfMetricId::kLostCalls) continue;
+    auto* metric = scope->add_metrics();
+    metric->set_name(std::string(self.name));
+    metric->set_description(std::string(self.help));
+    metric->set_unit(std::string(self.otlp_unit));
+    google::protobuf::RepeatedPtrField<metrics_pb::NumberDataPoint>* points;
+    if (self.kind == SelfMetricKind::kCounter) {
+      auto* sum = metric->mutable_sum();
+      sum->set_aggregation_temporality(metrics_pb::AGGREGATION_TEMPORALITY_CUMULATIVE);
+      sum->set_is_monotonic(true);
+      points = sum->mutable_data_points();
+    } else {
+      points = metric->mutable_gauge()->mutable_data_points();
+    }
+    for (const SelfMetricSample& sample : self.samples) {
+      auto* point = points->Add();
+      if (self.kind == SelfMetricKind::kCounter) point->set_start_time_unix_nano(start_ns);
+      point->set_time_unix_nano(time_ns);
+      if (self.integral) {
+        point->set_as_int(static_cast<int64_t>(sample.value));
+      } else {
+        point->set_as_double(sample.value);
+      }
+      if (!self.label_name.empty()) {
+        add_attribute(point->mutable_attributes(), std::string(self.label_name),
+                      sample.label_value);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string unit_symbol(uint64_t unit_ns) {
@@ -404,6 +456,7 @@ otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
       });
   add_cpu_split_metrics(scope, report, options, delta, start_ns, time_ns);
   add_health_metrics(scope, report, options, health, delta, start_ns, time_ns);
+  add_self_metrics(scope, report, unix_nanos(report.run_start), time_ns);
   return request;
 }
 

@@ -113,6 +113,14 @@ std::vector<double> explicit_bounds_ms(uint64_t unit_ns);
 // --otlp-pid-attribute); with --by, its series' process.pid,
 // process.executable.name (comm), cgroup, container.id and k8s.pod.uid where
 // set, and series="other" for the calls folded over --max-series.
+// container.runtime (docker, containerd, cri-o, podman) where the cgroup's
+// name says; with --config, the target's labels (`target` and the file's),
+// exported_<name> where a name is one the tool sets itself.
+//
+// --follow/--config: the agent's self-metrics (self_metrics.h: funclatency_*,
+// counters as cumulative monotonic sums whatever the temporality, gauges as
+// gauges; `reason` attributes where Prometheus has the label), after the
+// others. Lost calls are not repeated: funclatency_lost_calls has them.
 //
 // Cumulative: each function's `total`, `total_split` and `total_lost`, start
 // = run_start. Delta: `interval`, `interval_split` and `interval_lost`, start

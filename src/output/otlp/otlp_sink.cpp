@@ -14,7 +14,8 @@ bool same_series(const FunctionReport& a, const FunctionReport& b) {
     return std::tie(s.pid, s.comm, s.cgroup, s.container_id, s.pod_uid, s.other);
   };
   return a.symbol == b.symbol && a.binary == b.binary && a.pid == b.pid &&
-         labels(a.series) == labels(b.series);
+         labels(a.series) == labels(b.series) && a.series.runtime == b.series.runtime &&
+         a.labels == b.labels;
 }
 
 // The calls in `now` that are not in `before`, both running totals of one

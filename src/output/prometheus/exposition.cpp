@@ -81,8 +81,8 @@ void append_metadata(std::string& out, ExpositionFormat format, const std::strin
 
 // The labels after symbol and binary, in this order: pid (-p, or --by pid)
 // and the --by series' own.
-constexpr std::string_view kSeriesLabelNames[] = {"pid",          "comm",    "cgroup",
-                                                  "container_id", "pod_uid", "series"};
+constexpr std::string_view kSeriesLabelNames[] = {
+    "pid", "comm", "cgroup", "container_id", "pod_uid", "series", "container_runtime"};
 constexpr size_t kSeriesLabelCount = std::size(kSeriesLabelNames);
 using SeriesLabelValues = std::array<std::optional<std::string>, kSeriesLabelCount>;
 
@@ -95,6 +95,7 @@ SeriesLabelValues series_label_values(const FunctionMetrics& function) {
   values[3] = series.container_id;
   values[4] = series.pod_uid;
   if (series.other) values[5] = "other";
+  values[6] = series.runtime;
   return values;
 }
 
@@ -212,6 +213,74 @@ void append_lost(std::string& out, const std::string& sample_name, const Functio
   }
 }
 
+// Every label name the exposition gives a sample of its own; a --config
+// label of one of these names is renamed (exported_labels).
+constexpr std::string_view kOwnLabelNames[] = {
+    "symbol",  "binary", "pid", "comm",   "cgroup",   "container_id",
+    "pod_uid", "series", "le",  "reason", "quantile", "container_runtime"};
+
+// --config: the target's labels, every name that a series of the scrape has,
+// in the order they first appear.
+std::vector<std::string> config_label_names(const MetricsSnapshot& snapshot) {
+  std::vector<std::string> names;
+  for (const FunctionMetrics& function : snapshot.functions) {
+    for (const auto& [name, value] : function.labels) {
+      if (std::ranges::find(names, name) == names.end()) names.push_back(name);
+    }
+  }
+  return names;
+}
+
+// `,name="value"` for each of `names`, empty where `function` has no such label.
+std::string config_labels(const FunctionMetrics& function, const std::vector<std::string>& names) {
+  std::string labels;
+  for (const std::string& name : names) {
+    auto found = std::ranges::find(function.labels, name, &LabelList::value_type::first);
+    labels += "," + name + "=\"";
+    if (found != function.labels.end()) labels += escape_label_value(found->second);
+    labels += "\"";
+  }
+  return labels;
+}
+
+// A sample value: integers as integers, others in the shortest exact form.
+void append_value(std::string& out, double value) {
+  char digits[32];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, end);
+}
+
+// --follow/--config: the agent's own families, unprefixed.
+void append_self_metrics(std::string& out, ExpositionFormat format,
+                         const std::vector<SelfMetric>& metrics) {
+  for (const SelfMetric& metric : metrics) {
+    const bool counter = metric.kind == SelfMetricKind::kCounter;
+    const std::string family(metric.name);
+    append_metadata(out, format, family, counter ? "counter" : "gauge", metric.openmetrics_unit,
+                    metric.help);
+    const std::string sample = counter ? family + "_total" : family;
+    for (const SelfMetricSample& value : metric.samples) {
+      out += sample;
+      if (!metric.label_name.empty()) {
+        out += "{";
+        out += metric.label_name;
+        out += "=\"" + escape_label_value(value.label_value) + "\"}";
+      }
+      out += ' ';
+      append_value(out, value.value);
+      out += '\n';
+    }
+  }
+}
+
+// What tells two functions' series apart beyond symbol, binary and --by:
+// their --config labels, one string.
+std::string config_label_key(const LabelList& labels) {
+  std::string key;
+  for (const auto& [name, value] : labels) key += name + '\0' + value + '\0';
+  return key;
+}
+
 }  // namespace
 
 std::vector<uint32_t> exposed_log2_rows(uint64_t unit_ns) {
@@ -306,7 +375,7 @@ MetricsSnapshot snapshot_of(const Report& report) {
   snapshot.ringbuf_dropped_total = report.ringbuf_dropped_total;
   using OptionalText = std::optional<std::string_view>;
   std::map<std::tuple<std::string_view, std::string_view, int, OptionalText, OptionalText,
-                      OptionalText, OptionalText, bool>,
+                      OptionalText, OptionalText, bool, OptionalText, std::string>,
            size_t>
       index_by_labels;
   snapshot.functions.reserve(report.functions.size());
@@ -317,7 +386,8 @@ MetricsSnapshot snapshot_of(const Report& report) {
     auto key = std::make_tuple(std::string_view(function.symbol), std::string_view(function.binary),
                                pid, OptionalText(series.comm), OptionalText(series.cgroup),
                                OptionalText(series.container_id), OptionalText(series.pod_uid),
-                               series.other);
+                               series.other, OptionalText(series.runtime),
+                               config_label_key(function.labels));
     auto [it, inserted] = index_by_labels.try_emplace(key, snapshot.functions.size());
     if (inserted) {
       FunctionMetrics metrics;
@@ -326,6 +396,7 @@ MetricsSnapshot snapshot_of(const Report& report) {
       metrics.pid = pid;
       metrics.series = series;
       metrics.unit_ns = function.total.unit_ns();
+      metrics.labels = exported_labels(function.labels, kOwnLabelNames);
       snapshot.functions.push_back(std::move(metrics));
     }
     FunctionMetrics& metrics = snapshot.functions[it->second];
@@ -342,6 +413,7 @@ MetricsSnapshot snapshot_of(const Report& report) {
       }
     }
   }
+  snapshot.self = self_metrics(report);
   // Merged series keep their calls slowest first.
   for (FunctionMetrics& metrics : snapshot.functions) {
     std::ranges::stable_sort(metrics.slowest, std::ranges::greater{},
@@ -360,10 +432,11 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
                   "Duration of calls to a traced function, entry to return, in milliseconds. "
                   "Buckets are the console's log2 rows.");
   SharedLabels shared = shared_labels(snapshot);
+  const std::vector<std::string> config_names = config_label_names(snapshot);
   std::vector<std::string> labels;
   labels.reserve(snapshot.functions.size());
   for (const FunctionMetrics& function : snapshot.functions) {
-    labels.push_back(series_labels(function, shared));
+    labels.push_back(series_labels(function, shared) + config_labels(function, config_names));
   }
   for (size_t i = 0; i < snapshot.functions.size(); i++) {
     append_histogram(out, names.latency, snapshot.functions[i], labels[i], snapshot.functions[i],
@@ -396,6 +469,8 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
   out += names.ringbuf + "_total ";
   append_uint(out, snapshot.ringbuf_dropped_total);
   out += '\n';
+
+  append_self_metrics(out, format, snapshot.self);
 
   if (format == ExpositionFormat::kOpenMetrics) out += "# EOF\n";
   return out;

@@ -35,6 +35,18 @@
 // it returned, in seconds. Labels: pid, tid, and `frame`, the innermost named
 // frame that is not the function itself (its caller, mostly), shortened with
 // "…" to keep the label set within OpenMetrics' 128 characters.
+//
+// --by cgroup: container_runtime (docker, containerd, cri-o, podman) where the
+// cgroup's name says, next to container_id. --config: the target's labels
+// (FunctionReport::labels: target, then the file's own) after the series
+// labels on every family of the function; a name the exposition already uses
+// (pid, le, reason...) becomes exported_<name> (exported_labels). Like the
+// series labels, every series of a scrape carries every such name.
+//
+// --follow/--config: the agent's self-metrics (self_metrics.h) after the
+// traced functions' families, named funclatency_* whatever the prefix:
+// gauges, and counters whose samples end in _total (their OpenMetrics
+// metadata names the family without it).
 #pragma once
 
 #include <array>
@@ -47,6 +59,7 @@
 
 #include "common/error.h"
 #include "output/report.h"
+#include "output/self_metrics.h"
 
 namespace funclatency {
 
@@ -94,11 +107,14 @@ struct FunctionMetrics : HistogramTotals {
   std::optional<SplitTotals> split;  // with --cpu-split
   // --slowest: the run's slowest calls of the series, slowest first.
   std::vector<SlowCallExemplar> slowest;
+  // --config: the target's labels, renamed where they clash (exported_labels).
+  LabelList labels;
 };
 
 struct MetricsSnapshot {
   std::vector<FunctionMetrics> functions;  // one per distinct label set
   uint64_t ringbuf_dropped_total = 0;
+  std::vector<SelfMetric> self;  // --follow/--config: the agent's own metrics
 };
 
 // Takes FunctionReport::total, total_split, total_lost and total_slowest of every function.

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "../agent_test_report.h"
 #include "output/prometheus/prometheus_sink.h"
 
 namespace funclatency {
@@ -141,6 +142,25 @@ TEST(Promtool, AcceptsSeriesLabels) {
   ASSERT_TRUE(response);
   ASSERT_NE(response->body.find(R"(series="other")"), std::string::npos);
   ASSERT_NE(response->body.find(R"(container_id="3f2a1b2c3d4e)"), std::string::npos);
+  PromtoolVerdict verdict = promtool_check_metrics(response->body);
+  EXPECT_TRUE(verdict.exit_code == 0 || verdict.exit_code == 3) << verdict.exit_code;
+  for (const std::string& problem : verdict.problems)
+    EXPECT_TRUE(accepted_lint(problem)) << problem;
+}
+
+// --follow/--config: the self-metrics, the target's labels and a runtime.
+TEST(Promtool, AcceptsTheAgentsExposition) {
+  if (!have_promtool())
+    GTEST_FAIL() << "promtool not found: run scripts/setup (package prometheus)";
+  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "ebpf");
+  ASSERT_TRUE(sink) << sink.error().message();
+  (*sink)->write(testing::agent_report());
+  httplib::Client client("127.0.0.1", (*sink)->port());
+  auto response = client.Get("/metrics");
+  ASSERT_TRUE(response);
+  ASSERT_NE(response->body.find("funclatency_exec_events_total 1234"), std::string::npos);
+  ASSERT_NE(response->body.find(R"(container_runtime="podman",target="checkout")"),
+            std::string::npos);
   PromtoolVerdict verdict = promtool_check_metrics(response->body);
   EXPECT_TRUE(verdict.exit_code == 0 || verdict.exit_code == 3) << verdict.exit_code;
   for (const std::string& problem : verdict.problems)

@@ -1,0 +1,122 @@
+// The agent's self-metrics from a Report (see self_metrics.h): the one place
+// their names, kinds and help texts are written.
+#include "output/self_metrics.h"
+
+#include <algorithm>
+
+namespace funclatency {
+namespace {
+
+double count(uint64_t value) {
+  return static_cast<double>(value);
+}
+
+SelfMetric unlabelled(SelfMetricId id, std::string_view name, SelfMetricKind kind,
+                      std::string_view help, std::string_view otlp_unit, double value) {
+  return {.id = id,
+          .name = name,
+          .kind = kind,
+          .help = help,
+          .otlp_unit = otlp_unit,
+          .samples = {{.value = value}}};
+}
+
+}  // namespace
+
+std::vector<SelfMetric> self_metrics(const Report& report) {
+  std::vector<SelfMetric> metrics;
+  if (!report.agent) return metrics;
+  const AgentStatus& agent = *report.agent;
+  using enum SelfMetricKind;
+  using enum SelfMetricId;
+
+  metrics.push_back(unlabelled(
+      kConfigLastReloadSuccessful, "funclatency_config_last_reload_successful", kGauge,
+      "1 if the last load of the configuration (at start or on SIGHUP) succeeded, 0 if it "
+      "failed and the previous one still runs.",
+      "", agent.config_last_reload_successful ? 1 : 0));
+  metrics.push_back(unlabelled(kConfigReloadFailures, "funclatency_config_reload_failures",
+                               kCounter,
+                               "Reloads of the configuration (SIGHUP) refused since the start.",
+                               "{reload}", count(agent.config_reload_failures)));
+  metrics.push_back(unlabelled(kAttachedFunctions, "funclatency_attached_functions", kGauge,
+                               "Functions with probes attached now, over every target and file.",
+                               "{function}", count(agent.functions_attached)));
+  metrics.push_back(unlabelled(kAttachedFiles, "funclatency_attached_files", kGauge,
+                               "Distinct program files (device, inode) with probes attached now: "
+                               "one per image version of a program.",
+                               "{file}", count(agent.files_attached)));
+
+  SelfMetric failures{.id = kAttachFailures,
+                      .name = "funclatency_attach_failures",
+                      .kind = kCounter,
+                      .help =
+                          "Processes running a followed program left untraced, by reason: "
+                          "no_function, no_room, kernel_refused, process_gone.",
+                      .otlp_unit = "{process}",
+                      .label_name = "reason"};
+  for (const auto& [reason, value] : agent.attach_failures) {
+    failures.samples.push_back({reason, count(value)});
+  }
+  metrics.push_back(std::move(failures));
+
+  metrics.push_back(unlabelled(kExecEvents, "funclatency_exec_events", kCounter,
+                               "Processes seen starting (exec) since the start, or running at a "
+                               "(re)load of the configuration.",
+                               "{process}", count(agent.processes_seen)));
+
+  LostCounts lost;
+  for (const FunctionReport& function : report.functions) lost += function.total_lost;
+  metrics.push_back({.id = kLostCalls,
+                     .name = "funclatency_lost_calls",
+                     .kind = kCounter,
+                     .help = "Calls to traced functions that could not be timed, all functions, "
+                             "by reason: unreturned (exception, longjmp or the return probe "
+                             "limit), depth (nested deeper than the shadow stack), ringbuf (the "
+                             "ring buffer was full).",
+                     .otlp_unit = "{call}",
+                     .label_name = "reason",
+                     .samples = {{"unreturned", count(lost.unreturned)},
+                                 {"depth", count(lost.depth)},
+                                 {"ringbuf", count(lost.ringbuf)}}});
+  metrics.push_back(unlabelled(kRingbufDropped, "funclatency_ringbuf_dropped", kCounter,
+                               "Completed calls dropped because the ring buffer was full (the "
+                               "agent read too slowly), all functions.",
+                               "{call}", count(report.ringbuf_dropped_total)));
+  metrics.push_back(unlabelled(kSeriesFolded, "funclatency_series_folded", kCounter,
+                               "Series (processes, cgroups) whose calls were folded into "
+                               "series=\"other\" because their function had more series than "
+                               "allowed (--max-series).",
+                               "{series}", count(report.series_folded)));
+
+  SelfMetric cpu = unlabelled(kProbeCpuSeconds, "funclatency_probe_cpu_seconds", kCounter,
+                              "CPU time the probes cost the traced programs: calls (timed and "
+                              "lost) times the calibrated cost of one call.",
+                              "s", agent.probe_cpu_seconds);
+  cpu.openmetrics_unit = "seconds";
+  cpu.integral = false;
+  metrics.push_back(std::move(cpu));
+  return metrics;
+}
+
+LabelList exported_labels(const LabelList& labels, std::span<const std::string_view> own) {
+  LabelList exported;
+  exported.reserve(labels.size());
+  auto taken = [&](const std::string& name) {
+    return std::ranges::find(own, name) != own.end() ||
+           std::ranges::any_of(labels, [&](const auto& label) { return label.first == name; }) ||
+           std::ranges::any_of(exported, [&](const auto& label) { return label.first == name; });
+  };
+  for (const auto& [name, value] : labels) {
+    std::string renamed = name;
+    if (std::ranges::find(own, name) != own.end()) {
+      do {
+        renamed = "exported_" + renamed;
+      } while (taken(renamed));
+    }
+    exported.emplace_back(std::move(renamed), value);
+  }
+  return exported;
+}
+
+}  // namespace funclatency
