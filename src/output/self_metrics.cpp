@@ -52,7 +52,7 @@ std::vector<SelfMetric> self_metrics(const Report& report) {
                       .kind = kCounter,
                       .help =
                           "Processes running a followed program left untraced, by reason: "
-                          "no_function, no_room, kernel_refused, process_gone.",
+                          "no_function, no_room, kernel_refused.",
                       .otlp_unit = "{process}",
                       .label_name = "reason"};
   for (const auto& [reason, value] : agent.attach_failures) {
@@ -61,9 +61,12 @@ std::vector<SelfMetric> self_metrics(const Report& report) {
   metrics.push_back(std::move(failures));
 
   metrics.push_back(unlabelled(kExecEvents, "funclatency_exec_events", kCounter,
-                               "Processes seen starting (exec) since the start, or running at a "
-                               "(re)load of the configuration.",
-                               "{process}", count(agent.processes_seen)));
+                               "Processes seen starting (exec) since the start.", "{process}",
+                               count(agent.processes_seen)));
+  metrics.push_back(unlabelled(kExecDropped, "funclatency_exec_dropped", kCounter,
+                               "Execs the kernel's exec ring had no room for: a program first "
+                               "started then is attached at its next start.",
+                               "{process}", count(agent.exec_dropped)));
 
   LostCounts lost;
   for (const FunctionReport& function : report.functions) lost += function.total_lost;

@@ -31,6 +31,7 @@ enum class SelfMetricId {
   kAttachedFiles,
   kAttachFailures,
   kExecEvents,
+  kExecDropped,
   kLostCalls,
   kRingbufDropped,
   kSeriesFolded,

@@ -143,11 +143,6 @@ def test_self_metrics_match_the_agent_records(procs, tool, target_app, tmp_path,
         assert scraped_as_printed(
             prometheus, traced, f'funclatency_attach_failures_total{{reason="{reason}"}}',
             failures(reason)) == 0, reason
-    # process_gone also counts any process on the host (other programs) that
-    # exited before the agent could see what it runs: the same on both sides,
-    # not necessarily 0 on a busy machine.
-    scraped_as_printed(prometheus, traced, 'funclatency_attach_failures_total{reason="process_gone"}',
-                       failures("process_gone"))
     exec_events = scraped_as_printed(prometheus, traced, "funclatency_exec_events_total",
                                      lambda r: r["processes_seen"])
     assert exec_events >= first_exec + len(works), (first_exec, exec_events)

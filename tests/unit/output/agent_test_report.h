@@ -52,8 +52,7 @@ inline Report agent_report() {
                              .exec_dropped = 6,
                              .attach_failures = {{"no_function", 7},
                                                  {"no_room", 0},
-                                                 {"kernel_refused", 1},
-                                                 {"process_gone", 2}},
+                                                 {"kernel_refused", 1}},
                              .probe_cpu_seconds = 0.125};
   return report;
 }

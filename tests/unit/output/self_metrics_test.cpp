@@ -43,6 +43,7 @@ TEST(SelfMetrics, EveryFieldUnderItsDocumentedName) {
       {"funclatency_attached_functions", kGauge, 2},
       {"funclatency_attached_files", kGauge, 3},
       {"funclatency_exec_events", kCounter, 1234},
+      {"funclatency_exec_dropped", kCounter, 6},
       {"funclatency_ringbuf_dropped", kCounter, 2},
       {"funclatency_series_folded", kCounter, 5},
       {"funclatency_probe_cpu_seconds", kCounter, 0.125},
@@ -60,7 +61,7 @@ TEST(SelfMetrics, EveryFieldUnderItsDocumentedName) {
   EXPECT_EQ(failures.label_name, "reason");
   EXPECT_EQ(by_label(failures),
             (std::map<std::string, double>{
-                {"no_function", 7}, {"no_room", 0}, {"kernel_refused", 1}, {"process_gone", 2}}));
+                {"no_function", 7}, {"no_room", 0}, {"kernel_refused", 1}}));
   // Lost calls summed over the functions.
   const SelfMetric& lost = metric_named(metrics, "funclatency_lost_calls");
   EXPECT_EQ(lost.label_name, "reason");
