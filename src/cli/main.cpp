@@ -35,6 +35,7 @@
 #include "output/otlp/otlp_module.h"
 #include "output/prometheus/prometheus_cli.h"
 #include "output/prometheus/prometheus_module.h"
+#include "output/sink_fanout.h"
 #include "probe/bpf_object.h"
 #include "probe/library_watch.h"
 #include "probe/uprobe_links.h"
@@ -206,18 +207,19 @@ Result<PlannedTargets> plan_targets(const Config& config, ElfSymbolResolver& res
   return targets;
 }
 
-// The sinks of a run; `live` also get the running totals (exporters).
+// The sinks of a run; `live` also get the running totals (exporters). Each
+// side is one fan-out, which makes a report's names valid UTF-8 once.
 struct Sinks {
   std::vector<std::unique_ptr<Sink>> owned;
+  std::unique_ptr<SinkFanout> every = std::make_unique<SinkFanout>();
+  std::unique_ptr<SinkFanout> live_only = std::make_unique<SinkFanout>();
   std::vector<Sink*> live;
 
-  std::vector<Sink*> all() const {
-    std::vector<Sink*> pointers;
-    for (const auto& sink : owned) pointers.push_back(sink.get());
-    return pointers;
-  }
+  std::vector<Sink*> all() const { return {every.get()}; }
   void add(std::unique_ptr<Sink> sink, bool is_live) {
-    if (is_live) live.push_back(sink.get());
+    if (is_live) live_only->add(sink.get());
+    if (is_live) live = {live_only.get()};
+    every->add(sink.get());
     owned.push_back(std::move(sink));
   }
 };
