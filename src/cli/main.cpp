@@ -462,5 +462,6 @@ int main(int argc, char** argv) {
   // Neither lists nor calibration needs a sink: no exporter module loads.
   if (config->list) return exit_code(list_targets(*config));
   if (config->calibrate) return exit_code(run_calibration());
+  [[maybe_unused]] auto open_files = raise_open_file_limit();  // best effort: a low soft limit
   return exit_code(run(*config, prometheus_values, otlp_values, privilege_values));
 }

@@ -6,6 +6,7 @@ RSS, thread count and open descriptors stay bounded (the server's limits are
 in src/output/prometheus/http_server.h)."""
 
 import os
+import re
 import resource
 import socket
 import threading
@@ -169,5 +170,119 @@ def test_scrapes_answer_while_clients_misbehave(procs, tool, target_app):
     assert not attack.events.get("huge_answer", "").endswith("200 OK"), attack.events
     # The slow client is cut off by the request deadline, not served.
     assert attack.events.get("slow_cut_after", 1e9) < REQUEST_DEADLINE + 2.5, attack.events
+    assert scrape(port)[0] == "HTTP/1.1 200 OK"
+    assert traced.stop() == 0, traced.describe()
+
+
+# --- Out of descriptors (issue 24) --------------------------------------------
+
+# A low open-file limit, soft and hard, so funclatency cannot raise it.
+LOW_NOFILE = 64
+HELD_CONNECTIONS = 80
+# A well-behaved scrape under the descriptor shortage.
+SHORTAGE_SCRAPE_BOUND = 0.1
+# The server thread's CPU time over wall time while the connections are held
+# (it spun at ~56% before the fix: accept4 failed, the listener stayed readable).
+MAX_SERVER_CPU_SHARE = 0.1
+
+
+def read_answer(s):
+    """One whole answer (head and Content-Length body) from a kept-alive socket."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+    while len(body) < length:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def server_thread(pid):
+    """The tid of the /metrics server's thread (named fl-http)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+                if comm.read().strip() == "fl-http":
+                    return int(tid)
+        except FileNotFoundError:
+            continue
+    return None
+
+
+def thread_cpu_seconds(pid, tid):
+    """utime + stime of one thread (/proc/PID/task/TID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def open_file_limits(pid):
+    for line in open(f"/proc/{pid}/limits"):
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    return None
+
+
+@pytest.mark.bpf
+def test_soft_open_file_limit_is_raised_to_the_hard_one(procs, tool, target_app):
+    work = procs.start_workload(target_app, ["--rate", "200"], wait_signal=False)
+    traced = procs.start_tool(
+        tool, ["--prometheus", f"127.0.0.1:{free_port()}", "-p", work.pid, ":slow_op"],
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (LOW_NOFILE, 4096)))
+    assert open_file_limits(traced.pid) == (4096, 4096)
+    assert traced.stop() == 0, traced.describe()
+
+
+@pytest.mark.bpf
+def test_out_of_descriptors_the_server_neither_spins_nor_stops_answering(procs, tool,
+                                                                          target_app):
+    work = procs.start_workload(target_app, ["--rate", "200"], wait_signal=False)
+    port = free_port()
+    traced = procs.start_tool(
+        tool, ["--prometheus", f"127.0.0.1:{port}", "-p", work.pid, ":slow_op"],
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (LOW_NOFILE, LOW_NOFILE)))
+    assert open_file_limits(traced.pid) == (LOW_NOFILE, LOW_NOFILE)
+    assert wait_until(lambda: scrape(port)[0].endswith("200 OK"), 10.0, interval=0.2), \
+        traced.describe()
+    tid = server_thread(traced.pid)
+    assert tid, "no fl-http thread"
+    # A keep-alive client that stays connected must be answered throughout too.
+    kept = socket.create_connection(("127.0.0.1", port), timeout=3)
+    kept.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert read_answer(kept).startswith(b"HTTP/1.1 200 OK")
+    attack = Attack(port)
+    timings = []
+    try:
+        attack.flood(HELD_CONNECTIONS)  # held open, silent: more than the process may have
+        time.sleep(0.3)
+        cpu_before, wall_before = thread_cpu_seconds(traced.pid, tid), time.monotonic()
+        for round in range(30):
+            attack.flood(10)  # and more keep coming
+            timings.append(scrape(port, timeout=2.0))
+            kept.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert read_answer(kept).startswith(b"HTTP/1.1 200 OK"), f"round {round}"
+            time.sleep(0.1)
+        cpu = thread_cpu_seconds(traced.pid, tid) - cpu_before
+        wall = time.monotonic() - wall_before
+        fds = len(os.listdir(f"/proc/{traced.pid}/fd"))
+    finally:
+        attack.close()
+        kept.close()
+    print(f"{len(attack.sockets)} connections held at {LOW_NOFILE} descriptors: worst scrape "
+          f"{max(t for _, t in timings):.4f}s, server thread {cpu:.3f}s CPU in {wall:.2f}s, "
+          f"{fds} descriptors open")
+    for status, seconds in timings:
+        assert status == "HTTP/1.1 200 OK", (status, traced.describe())
+        assert seconds < SHORTAGE_SCRAPE_BOUND, timings
+    assert cpu / wall < MAX_SERVER_CPU_SHARE, (cpu, wall)
+    assert fds <= LOW_NOFILE
     assert scrape(port)[0] == "HTTP/1.1 200 OK"
     assert traced.stop() == 0, traced.describe()

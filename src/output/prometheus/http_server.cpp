@@ -3,10 +3,12 @@
 // answered whatever the other clients do (see http_server.h for the bounds).
 #include "output/prometheus/http_server.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
@@ -32,6 +34,9 @@ constexpr int kReadsPerTurn = 4;
 constexpr int kAcceptsPerTurn = 64;
 // How often put-off requests are asked about again without a wake().
 constexpr std::chrono::milliseconds kDeferredRetry{50};
+// Out of descriptors with no connection to give up: how long the listener
+// rests before accept is tried again.
+constexpr std::chrono::milliseconds kDescriptorPause{100};
 
 struct SslFree {
   void operator()(SSL* ssl) const { SSL_free(ssl); }
@@ -55,6 +60,7 @@ struct Connection {
   Clock::time_point since;     // the phase's start: the oldest goes first when full
   Clock::time_point deadline;  // closed when it passes
   bool received_any = false;   // has sent a byte in this phase (TLS: stepped the handshake)
+  bool answered_any = false;   // has been sent an answer: a client, not a mere connection
   bool want_write = false;     // the socket must become writable to go on (TLS may ask)
   bool closed = false;
   std::string in;  // received, not yet consumed
@@ -166,7 +172,9 @@ struct HttpServer::Loop {
   HttpServerOptions options;
   HttpHandler handler;
   UniqueFd listener;
-  UniqueFd wake;  // an eventfd: stop() writes it
+  UniqueFd wake;     // an eventfd: stop() writes it
+  UniqueFd reserve;  // /dev/null, held to be closed when accept runs out of descriptors
+  Clock::time_point listener_rests_until;  // out of descriptors: not polled before
   uint16_t port = 0;
   std::vector<std::unique_ptr<Connection>> connections;
   std::thread thread;
@@ -175,6 +183,7 @@ struct HttpServer::Loop {
 
   void run();
   void accept_some(Clock::time_point now);
+  bool make_room(Clock::time_point now);
   void evict_one();
   void service(Connection& connection, short revents, Clock::time_point now);
   void expire(Clock::time_point now);
@@ -203,13 +212,15 @@ void HttpServer::Loop::enter(Connection& connection, Phase phase, Clock::time_po
 }
 
 void HttpServer::Loop::run() {
+  pthread_setname_np(pthread_self(), "fl-http");  // found by name in /proc/PID/task
   std::vector<pollfd> fds;
   while (!stopping) {
     Clock::time_point now = Clock::now();
     expire(now);
     fds.clear();
     fds.push_back({wake.get(), POLLIN, 0});
-    fds.push_back({listener.get(), POLLIN, 0});
+    // A negative descriptor is not polled: the listener rests.
+    fds.push_back({now < listener_rests_until ? -1 : listener.get(), POLLIN, 0});
     for (const auto& connection : connections) {
       short events = connection->phase == Phase::kWriting ? POLLOUT : POLLIN;
       if (connection->ssl) events = connection->want_write ? POLLOUT : POLLIN;
@@ -240,6 +251,7 @@ void HttpServer::Loop::run() {
 
 int HttpServer::Loop::poll_timeout(Clock::time_point now) const {
   auto soonest = now + std::chrono::seconds(1);
+  if (now < listener_rests_until) soonest = std::min(soonest, listener_rests_until);
   for (const auto& connection : connections) {
     soonest = std::min(soonest, connection->deadline);
     if (connection->phase == Phase::kDeferred) soonest = std::min(soonest, now + kDeferredRetry);
@@ -297,7 +309,10 @@ void HttpServer::Loop::evict_one() {
 void HttpServer::Loop::accept_some(Clock::time_point now) {
   for (int i = 0; i < kAcceptsPerTurn && !stopping; i++) {
     UniqueFd fd(accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd) return;  // EAGAIN, or out of descriptors: the rest wait in the backlog
+    if (!fd && (errno == EMFILE || errno == ENFILE) && make_room(now)) {
+      fd.reset(accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    }
+    if (!fd) return;  // EAGAIN, or still out of descriptors: the rest wait in the backlog
     accepted++;
     if (connections.size() >= options.limits.max_connections) evict_one();
     auto connection = std::make_unique<Connection>();
@@ -320,6 +335,38 @@ void HttpServer::Loop::accept_some(Clock::time_point now) {
     service(*connections.back(), POLLIN, now);
     if (connections.back()->closed) connections.pop_back();
   }
+}
+
+// Out of descriptors (EMFILE, ENFILE): accept fails while the listener stays
+// readable, so polling it again at once would spin. The oldest connection
+// that has neither sent a byte nor been answered gives its descriptor to the
+// next client (true: accept again); clients that were answered or are
+// sending keep theirs. With none to give, the reserve descriptor lets the
+// waiting client be accepted and closed, so it learns at once, and the
+// listener rests for kDescriptorPause; the connections held are served all
+// the while.
+bool HttpServer::Loop::make_room(Clock::time_point now) {
+  auto silent = connections.end();
+  for (auto it = connections.begin(); it != connections.end(); ++it) {
+    const Connection& connection = **it;
+    bool idle = connection.phase == Phase::kIdle || connection.phase == Phase::kHandshake;
+    if (!idle || connection.received_any || connection.answered_any) continue;
+    if (silent == connections.end() || connection.since < (*silent)->since) silent = it;
+  }
+  if (silent != connections.end()) {
+    evicted++;
+    connections.erase(silent);
+    return true;
+  }
+  if (reserve) {
+    reserve.reset();
+    UniqueFd refused(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (refused) rejected++;
+    refused.reset();
+    reserve.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  }
+  listener_rests_until = now + kDescriptorPause;
+  return false;
 }
 
 void HttpServer::Loop::service(Connection& connection, short revents, Clock::time_point now) {
@@ -352,13 +399,17 @@ void HttpServer::Loop::service(Connection& connection, short revents, Clock::tim
 }
 
 Io HttpServer::Loop::handshake(Connection& connection) {
+  // A client that has sent no byte of its handshake ranks as silent.
+  char byte;
+  if (recv(connection.fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+    connection.received_any = true;
+  }
   ERR_clear_error();
   int done = SSL_accept(connection.ssl.get());
   if (done == 1) {
     connection.want_write = false;
     return Io::kProgress;
   }
-  connection.received_any = true;
   switch (SSL_get_error(connection.ssl.get(), done)) {
     case SSL_ERROR_WANT_READ:
       connection.want_write = false;
@@ -551,6 +602,7 @@ Io HttpServer::Loop::write_some(Connection& connection) {
   connection.out_body.reset();
   connection.out_head.clear();
   answered++;
+  connection.answered_any = true;
   connection.phase = Phase::kIdle;  // finish_write picks the next phase
   return Io::kProgress;
 }
@@ -580,6 +632,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& addre
   loop->port = bound_port(loop->listener.get());
   loop->wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!loop->wake) return runtime_error("create the HTTP server's wake-up eventfd", errno);
+  loop->reserve.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!loop->reserve) {
+    return runtime_error("open /dev/null as the HTTP server's reserve descriptor", errno,
+                         "raise the open-file limit (ulimit -n)");
+  }
   try {
     loop->thread = std::thread([state = loop.get()] { state->run(); });
   } catch (const std::system_error& failure) {
