@@ -286,3 +286,84 @@ def test_out_of_descriptors_the_server_neither_spins_nor_stops_answering(procs, 
     assert fds <= LOW_NOFILE
     assert scrape(port)[0] == "HTTP/1.1 200 OK"
     assert traced.stop() == 0, traced.describe()
+
+
+# --- Framing: pipelining and smuggling shapes (issue 24) -----------------------
+
+PIPELINED = 10_000
+# glibc gives every thread RLIMIT_STACK's size: small enough that recursing
+# once per pipelined request (as the server once did) overflows it.
+SMALL_STACK = 256 * 1024
+
+SMUGGLING_SHAPES = {
+    "Transfer-Encoding": b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+    "duplicate Transfer-Encoding":
+        b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        b"Transfer-Encoding: identity\r\n\r\n",
+    "empty Transfer-Encoding, then chunked":
+        b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"0\r\n\r\n",
+    "Transfer-Encoding with Content-Length":
+        b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"0\r\n\r\n",
+    "obs-fold": b"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n Transfer-Encoding: chunked\r\n\r\n",
+    "obs-fold with a tab": b"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\r\n\tb\r\n\r\n",
+    "bare LF": b"GET / HTTP/1.1\nHost: x\n\n",
+    "a head ending LF CR LF": b"GET / HTTP/1.1\r\nHost: x\n\r\n",
+    "bare CR": b"GET / HTTP/1.1\r\nHost: x\rX-A: b\r\n\r\n",
+    "HTTP/1.1 without Host": b"GET /metrics HTTP/1.1\r\n\r\n",
+    "two Host headers": b"GET /metrics HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+}
+
+
+def exchange(port, payload, timeout=2.0):
+    """Sends `payload` on a new connection; (what came back, seconds)."""
+    start = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(payload)
+        data = b""
+        try:
+            while chunk := s.recv(65536):
+                data += chunk
+        except (socket.timeout, ConnectionResetError):
+            pass
+    return data, time.monotonic() - start
+
+
+@pytest.mark.bpf
+def test_pipelined_requests_are_answered_and_smuggling_shapes_refused(procs, tool, target_app):
+    work = procs.start_workload(target_app, ["--rate", "200"], wait_signal=False)
+    port = free_port()
+    traced = procs.start_tool(
+        tool, ["--prometheus", f"127.0.0.1:{port}", "-p", work.pid, ":slow_op"],
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_STACK, (SMALL_STACK, SMALL_STACK)))
+    assert wait_until(lambda: scrape(port)[0].endswith("200 OK"), 10.0, interval=0.2), \
+        traced.describe()
+
+    # 10,000 requests in one write, the last asking to close: every one answered, in order.
+    request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    payload = request * (PIPELINED - 1) + b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        sender = threading.Thread(target=s.sendall, args=(payload,), daemon=True)
+        started = time.monotonic()
+        sender.start()
+        data = b""
+        try:
+            while chunk := s.recv(1 << 20):
+                data += chunk
+        except ConnectionResetError:
+            pass  # counted below; a crashed server resets the connection
+        seconds = time.monotonic() - started
+        sender.join(5)
+    answered = data.count(b"HTTP/1.1 200 OK\r\n")
+    print(f"{answered} of {PIPELINED} pipelined requests answered in {seconds:.2f}s")
+    assert traced.popen.poll() is None, f"exit {traced.popen.returncode}\n{traced.describe()}"
+    assert answered == PIPELINED, (answered, traced.describe())
+
+    for shape, payload in SMUGGLING_SHAPES.items():
+        answer, seconds = exchange(port, payload)
+        assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n"), (shape, answer[:200])
+        assert b"200 OK" not in answer, (shape, answer)  # nothing read past it
+        assert seconds < 1.0, (shape, seconds)  # refused at once, not at a deadline
+    assert scrape(port)[0] == "HTTP/1.1 200 OK"
+    assert traced.stop() == 0, traced.describe()

@@ -37,7 +37,7 @@ enum class HeadStatus {
 struct ParsedHead {
   HeadStatus status = HeadStatus::kIncomplete;
   HttpRequest request;  // when kComplete
-  int http_status = 0;  // when kRejected: 400, 431, 501 or 505
+  int http_status = 0;  // when kRejected: 400, 431 or 505
   std::string problem;  // when kRejected: why, for the response body
 };
 

@@ -510,10 +510,11 @@ void HttpServer::Loop::answer(Connection& connection, Clock::time_point now) {
   } else {
     try {
       response = handler(request);
-    } catch (const std::exception& failure) {
+    } catch (const std::exception&) {
+      // What failed stays here: its text may describe this host.
       response = {500,
                   "text/plain; charset=utf-8",
-                  std::make_shared<const std::string>(failure.what() + std::string("\n")),
+                  std::make_shared<const std::string>("Internal Server Error\n"),
                   {}};
     }
   }
@@ -614,9 +615,9 @@ void HttpServer::Loop::finish_write(Connection& connection, Clock::time_point no
     connection.closed = true;
     return;
   }
+  // A pipelined request may already be here: the caller's loop reads it
+  // (process_input), so a client's pipeline never deepens the stack.
   enter(connection, Phase::kIdle, now + options.limits.idle_timeout, now);
-  // A pipelined request may already be here.
-  process_input(connection, now);
 }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
