@@ -391,6 +391,8 @@ Result<void> run(const Config& config, const PrometheusCliValues& prometheus_val
           (slow_threshold_options(config).any() ? stack_unwinding_capabilities() : 0));
   if (!dropped) return std::unexpected(dropped.error());
   warmup.release();
+  // Bound before attach; no network byte is read before the drop (Sink::start).
+  if (auto serving = sinks->every->start(); !serving) return std::unexpected(serving.error());
 
   SessionOptions options = session_options(config);
   if (config.verbose)

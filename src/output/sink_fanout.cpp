@@ -81,6 +81,13 @@ bool make_names_valid(SlowCallReport& slow) {
   return true;
 }
 
+Result<void> SinkFanout::start() {
+  for (Sink* sink : sinks_) {
+    if (auto started = sink->start(); !started) return started;
+  }
+  return {};
+}
+
 void SinkFanout::write(const Report& report) {
   with_valid_names(report, [this](const Report& shown) {
     for (Sink* sink : sinks_) sink->write(shown);

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "common/error.h"
 #include "output/report.h"
 #include "output/sink.h"
 
@@ -23,6 +24,7 @@ class SinkFanout : public Sink {
   void add(Sink* sink) { sinks_.push_back(sink); }
   bool empty() const { return sinks_.empty(); }
 
+  Result<void> start() override;
   void write(const Report& report) override;
   void write_slow_call(const SlowCallReport& slow) override;
   void close() override;

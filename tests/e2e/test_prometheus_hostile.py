@@ -367,3 +367,62 @@ def test_pipelined_requests_are_answered_and_smuggling_shapes_refused(procs, too
         assert seconds < 1.0, (shape, seconds)  # refused at once, not at a deadline
     assert scrape(port)[0] == "HTTP/1.1 200 OK"
     assert traced.stop() == 0, traced.describe()
+
+
+# --- No network byte read with privileges (issue 24) ---------------------------
+
+
+def capabilities(pid, tid=None):
+    """CapEff of a process (its main thread) or of one of its threads."""
+    path = f"/proc/{pid}/task/{tid}/status" if tid else f"/proc/{pid}/status"
+    with open(path) as status:
+        for line in status:
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    return None
+
+
+@pytest.mark.bpf
+def test_no_request_is_read_before_the_privileges_are_dropped(procs, tool, target_app):
+    """The port is bound before attach (errors come first), but a client that
+    connects while funclatency attaches is answered only after the drop, and
+    the server thread never holds a capability."""
+    work = procs.start_workload(target_app, ["--rate", "200"], wait_signal=False)
+    port = free_port()
+    traced = procs.spawn([tool, "--prometheus", f"127.0.0.1:{port}", "-p", work.pid, ":*_op"])
+    deadline = time.monotonic() + 30
+    client = None
+    while client is None:
+        assert time.monotonic() < deadline and traced.popen.poll() is None, traced.describe()
+        try:
+            client = socket.create_connection(("127.0.0.1", port), timeout=1)
+        except ConnectionRefusedError:
+            time.sleep(0.001)
+    connected_while_privileged = capabilities(traced.pid) != 0
+    client.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    client.setblocking(False)
+    asked = time.monotonic()
+    server_caps = set()
+    answer = b""
+    while time.monotonic() < deadline:
+        try:
+            answer = client.recv(65536)  # the answer first, then the capabilities
+        except BlockingIOError:
+            pass
+        main_caps = capabilities(traced.pid)
+        tid = server_thread(traced.pid)
+        if tid:
+            server_caps.add(capabilities(traced.pid, tid))
+        if answer:
+            assert main_caps == 0, f"answered with capabilities {main_caps:#x}"
+            break
+        time.sleep(0.0005)
+    client.close()
+    print(f"connected {'during' if connected_while_privileged else 'after'} attach; "
+          f"answered {time.monotonic() - asked:.3f}s after asking; server thread CapEff "
+          f"{sorted(hex(c) for c in server_caps)}")
+    assert connected_while_privileged, "connected only after the drop: attach was too quick"
+    assert answer.startswith(b"HTTP/1.1 200 OK"), (answer, traced.describe())
+    assert server_caps == {0}, [hex(c) for c in server_caps]
+    traced.wait_for_line("stderr", r"^Tracing ", 10)
+    assert traced.stop() == 0, traced.describe()

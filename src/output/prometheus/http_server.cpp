@@ -620,10 +620,10 @@ void HttpServer::Loop::finish_write(Connection& connection, Clock::time_point no
   enter(connection, Phase::kIdle, now + options.limits.idle_timeout, now);
 }
 
-Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
-                                                      std::string_view option,
-                                                      HttpServerOptions options,
-                                                      HttpHandler handler) {
+Result<std::unique_ptr<HttpServer>> HttpServer::listen(const ListenAddress& address,
+                                                       std::string_view option,
+                                                       HttpServerOptions options,
+                                                       HttpHandler handler) {
   auto listener = listen_on(address, option, options.limits.listen_backlog);
   if (!listener) return std::unexpected(listener.error());
   auto loop = std::make_unique<Loop>();
@@ -638,12 +638,27 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& addre
     return runtime_error("open /dev/null as the HTTP server's reserve descriptor", errno,
                          "raise the open-file limit (ulimit -n)");
   }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(loop)));
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
+                                                      std::string_view option,
+                                                      HttpServerOptions options,
+                                                      HttpHandler handler) {
+  auto server = listen(address, option, std::move(options), std::move(handler));
+  if (!server) return std::unexpected(server.error());
+  if (auto serving = (*server)->serve(); !serving) return std::unexpected(serving.error());
+  return server;
+}
+
+Result<void> HttpServer::serve() {
+  if (loop_->thread.joinable() || loop_->stopping) return {};
   try {
-    loop->thread = std::thread([state = loop.get()] { state->run(); });
+    loop_->thread = std::thread([state = loop_.get()] { state->run(); });
   } catch (const std::system_error& failure) {
     return runtime_error("start the HTTP server thread", failure.code().value());
   }
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(loop)));
+  return {};
 }
 
 HttpServer::HttpServer(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
@@ -653,8 +668,8 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::stop() {
+  loop_->stopping = true;  // also when never served: serve() will not start it
   if (!loop_->thread.joinable()) return;
-  loop_->stopping = true;
   uint64_t one = 1;
   [[maybe_unused]] auto written = write(loop_->wake.get(), &one, sizeof one);
   loop_->thread.join();
