@@ -63,7 +63,8 @@ struct Connection {
   bool answered_any = false;   // has been sent an answer: a client, not a mere connection
   bool want_write = false;     // the socket must become writable to go on (TLS may ask)
   bool closed = false;
-  std::string in;  // received, not yet consumed
+  std::string client;  // the peer's address, numeric, without the port
+  std::string in;      // received, not yet consumed
   HttpRequest request;
   size_t body_left = 0;
   std::string out_head;
@@ -123,6 +124,19 @@ Result<UniqueFd> listen_on(const ListenAddress& address, std::string_view option
                      : reason == EACCES ? "ports below 1024 need CAP_NET_BIND_SERVICE"
                                         : "";
   return bad_input(std::string(option) + ": cannot listen on " + address.to_string(), hint, reason);
+}
+
+// The peer's address as text ("127.0.0.1", "::1"); empty when unknown.
+std::string peer_address(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  char host[NI_MAXHOST];
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+      getnameinfo(reinterpret_cast<sockaddr*>(&address), length, host, sizeof host, nullptr, 0,
+                  NI_NUMERICHOST) != 0) {
+    return {};
+  }
+  return host;
 }
 
 uint16_t bound_port(int fd) {
@@ -316,6 +330,7 @@ void HttpServer::Loop::accept_some(Clock::time_point now) {
     accepted++;
     if (connections.size() >= options.limits.max_connections) evict_one();
     auto connection = std::make_unique<Connection>();
+    connection->client = peer_address(fd.get());
     connection->fd = std::move(fd);
     Phase phase = Phase::kIdle;
     if (options.tls) {
@@ -494,6 +509,7 @@ void HttpServer::Loop::process_input(Connection& connection, Clock::time_point n
     connection.in.erase(0, parsed.request.head_size);
     connection.body_left = parsed.request.content_length;
     connection.request = std::move(parsed.request);
+    connection.request.client = connection.client;
     connection.phase = Phase::kBody;
   }
 }

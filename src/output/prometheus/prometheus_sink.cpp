@@ -45,7 +45,7 @@ struct PrometheusSink::State {
   }
 
   HttpResponse answer(const HttpRequest& request) {
-    switch (auth->check(request.header("Authorization"))) {
+    switch (auth->check(request.header("Authorization"), request.client)) {
       case AuthVerdict::kAllowed:
         break;
       case AuthVerdict::kPending:
