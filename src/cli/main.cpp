@@ -37,6 +37,7 @@
 #include "output/otlp/otlp_module.h"
 #include "output/prometheus/prometheus_cli.h"
 #include "output/prometheus/prometheus_module.h"
+#include "output/sink_fanout.h"
 #include "probe/bpf_object.h"
 #include "probe/exec_watch.h"
 #include "probe/function_attacher.h"
@@ -230,18 +231,19 @@ Result<PlannedTargets> plan_targets(const Config& config, ElfSymbolResolver& res
   return targets;
 }
 
-// The sinks of a run; `live` also get the running totals (exporters).
+// The sinks of a run; `live` also get the running totals (exporters). Each
+// side is one fan-out, which makes a report's names valid UTF-8 once.
 struct Sinks {
   std::vector<std::unique_ptr<Sink>> owned;
+  std::unique_ptr<SinkFanout> every = std::make_unique<SinkFanout>();
+  std::unique_ptr<SinkFanout> live_only = std::make_unique<SinkFanout>();
   std::vector<Sink*> live;
 
-  std::vector<Sink*> all() const {
-    std::vector<Sink*> pointers;
-    for (const auto& sink : owned) pointers.push_back(sink.get());
-    return pointers;
-  }
+  std::vector<Sink*> all() const { return {every.get()}; }
   void add(std::unique_ptr<Sink> sink, bool is_live) {
-    if (is_live) live.push_back(sink.get());
+    if (is_live) live_only->add(sink.get());
+    if (is_live) live = {live_only.get()};
+    every->add(sink.get());
     owned.push_back(std::move(sink));
   }
 };
@@ -527,6 +529,8 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
           (slow_threshold_options(config).any() ? stack_unwinding_capabilities() : 0));
   if (!dropped) return std::unexpected(dropped.error());
   warmup.release();
+  // Bound before attach; no network byte is read before the drop (Sink::start).
+  if (auto serving = sinks->every->start(); !serving) return std::unexpected(serving.error());
 
   SessionOptions options = session_options(config);
   if (config.verbose)
@@ -624,6 +628,7 @@ int main(int argc, char** argv) {
   // Neither lists nor calibration needs a sink: no exporter module loads.
   if (config->list) return exit_code(list_targets(*config));
   if (config->calibrate) return exit_code(run_calibration());
+  [[maybe_unused]] auto open_files = raise_open_file_limit();  // best effort: a low soft limit
   std::optional<AgentSettings> agent_settings;
   if (agent) agent_settings = agent->settings;
   return exit_code(run(*config, agent_settings, prometheus_values, otlp_values, privilege_values));

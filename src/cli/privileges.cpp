@@ -13,6 +13,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -219,6 +220,22 @@ CapabilityMask late_attach_capabilities(bool perf_event_fallback) {
 
 CapabilityMask stack_unwinding_capabilities() {
   return bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH);
+}
+
+Result<uint64_t> raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return runtime_error("read the open-file limit (RLIMIT_NOFILE)", errno);
+  }
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised{limit.rlim_max, limit.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &raised) != 0) {
+      return runtime_error("raise the soft open-file limit to the hard one", errno,
+                           "raise it before starting funclatency (ulimit -n)");
+    }
+    limit = raised;
+  }
+  return static_cast<uint64_t>(limit.rlim_cur);
 }
 
 Result<ThreadCapabilities> current_capabilities() {

@@ -61,6 +61,12 @@ CapabilityMask stack_unwinding_capabilities();
 // that will attach later. Runs after attach, so a failure is kRuntime.
 Result<void> drop_privileges(const std::optional<TargetUser>& user, CapabilityMask keep);
 
+// Raises the soft open-file limit to the hard one, for the process: the BPF
+// object, its links and the /metrics server's connections all hold
+// descriptors, and a soft limit a service manager set low would run the
+// server out of them. Returns the soft limit now in force.
+Result<uint64_t> raise_open_file_limit();
+
 // The calling thread's effective, permitted capability sets.
 struct ThreadCapabilities {
   CapabilityMask effective = 0, permitted = 0;

@@ -45,4 +45,21 @@ inline std::string to_valid_utf8(std::string_view text) {
   return out;
 }
 
+// True when every byte of `text` belongs to a well-formed sequence.
+inline bool is_valid_utf8(std::string_view text) {
+  while (!text.empty()) {
+    size_t length = utf8_sequence_length(text);
+    if (length == 0) return false;
+    text.remove_prefix(length);
+  }
+  return true;
+}
+
+// Makes `text` valid UTF-8 in place (to_valid_utf8); false when it already was.
+inline bool make_valid_utf8(std::string& text) {
+  if (is_valid_utf8(text)) return false;
+  text = to_valid_utf8(text);
+  return true;
+}
+
 }  // namespace funclatency

@@ -7,8 +7,6 @@
 
 #include <utility>
 
-#include "common/utf8.h"
-
 namespace funclatency {
 namespace {
 
@@ -45,6 +43,12 @@ nlohmann::json histogram_to_json(const LatencyHistogram& h) {
   };
 }
 
+// One record's text. Names arrive valid UTF-8 (output/sink_fanout.h); a byte
+// that is not is replaced rather than thrown over, so no record is lost.
+std::string record_text(const nlohmann::json& record) {
+  return record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+}
+
 uint64_t unix_nanos(std::chrono::system_clock::time_point time) {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
   return ns < 0 ? 0 : static_cast<uint64_t>(ns);
@@ -53,10 +57,10 @@ uint64_t unix_nanos(std::chrono::system_clock::time_point time) {
 nlohmann::json frame_to_json(const StackFrame& frame) {
   nlohmann::json object = {{"address", fmt::format("0x{:x}", frame.address)}};
   if (!frame.symbol.empty()) {
-    object["symbol"] = to_valid_utf8(frame.symbol);
+    object["symbol"] = frame.symbol;
     object["offset"] = frame.offset;
   }
-  if (!frame.binary.empty()) object["binary"] = to_valid_utf8(frame.binary);
+  if (!frame.binary.empty()) object["binary"] = frame.binary;
   return object;
 }
 
@@ -67,7 +71,7 @@ nlohmann::json slow_call_to_json(const SlowCall& call) {
       {"duration_ns", call.duration_ns},
       {"pid", call.pid},
       {"tid", call.tid},
-      {"thread", to_valid_utf8(call.thread)},
+      {"thread", call.thread},
       {"time_unix_nano", unix_nanos(call.time)},
   };
   if (call.runnable_ns) object["runnable_ns"] = *call.runnable_ns;
@@ -83,11 +87,8 @@ nlohmann::json slow_call_to_json(const SlowCall& call) {
 nlohmann::json slow_call_report_to_json(const SlowCallReport& slow) {
   // Named as in the records (symbol, binary, time), then the exemplar's fields.
   nlohmann::json object = {
-      {"type", "slow_call"},
-      {"time", format_rfc3339(slow.call.time)},
-      {"symbol", to_valid_utf8(slow.symbol)},
-      {"binary", to_valid_utf8(slow.binary)},
-      {"threshold_ns", slow.threshold_ns},
+      {"type", "slow_call"},   {"time", format_rfc3339(slow.call.time)}, {"symbol", slow.symbol},
+      {"binary", slow.binary}, {"threshold_ns", slow.threshold_ns},
   };
   object.update(slow_call_to_json(slow.call));
   return object;
@@ -128,19 +129,17 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
   } else if (function.pid) {
     record["pid"] = function.pid;
   }
-  // Names a process or a runtime chose need not be UTF-8 (a comm cut at 15
-  // bytes may end mid-character), and JSON text must be.
   for (const auto& [key, value] :
        {std::pair{"comm", &function.series.comm}, std::pair{"cgroup", &function.series.cgroup},
         std::pair{"container_id", &function.series.container_id},
         std::pair{"pod_uid", &function.series.pod_uid},
         std::pair{"runtime", &function.series.runtime}}) {
-    if (*value) record[key] = to_valid_utf8(**value);
+    if (*value) record[key] = **value;
   }
   // --config: the target's name and its extra labels.
   if (!function.labels.empty()) {
     nlohmann::json labels = nlohmann::json::object();
-    for (const auto& [name, value] : function.labels) labels[name] = to_valid_utf8(value);
+    for (const auto& [name, value] : function.labels) labels[name] = value;
     record["labels"] = std::move(labels);
   }
   if (function.series.other) record["series"] = "other";
@@ -179,15 +178,14 @@ void JsonSink::write(const Report& report) {
   if (broken_) return;
   std::string text;
   for (const auto& function : report.functions) {
-    text += function_to_json(report, function).dump();
-    text += '\n';
+    text += record_text(function_to_json(report, function));
   }
   if (report.agent) text += agent_to_json(report, *report.agent).dump() + '\n';
   print(text);
 }
 
 void JsonSink::write_slow_call(const SlowCallReport& slow) {
-  print(slow_call_report_to_json(slow).dump() + '\n');
+  print(record_text(slow_call_report_to_json(slow)));
 }
 
 void JsonSink::print(const std::string& text) {

@@ -2,6 +2,7 @@
 // collector for long (exporters queue and send on their own thread).
 #pragma once
 
+#include "common/error.h"
 #include "output/report.h"
 
 namespace funclatency {
@@ -9,6 +10,10 @@ namespace funclatency {
 class Sink {
  public:
   virtual ~Sink() = default;
+  // Begins whatever reads from the network (the Prometheus server's
+  // requests); called once, after the privileges are dropped, so no byte a
+  // client sends is parsed with them. Opening (binding) came before.
+  virtual Result<void> start() { return {}; }
   virtual void write(const Report& report) = 0;
   // --slower-than: one call as it ends (console and JSON print it; the
   // exporters carry slow calls as exemplars of their reports instead).

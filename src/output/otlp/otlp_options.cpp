@@ -203,6 +203,14 @@ Result<OtlpTlsOptions> resolve_tls(const EnvironmentMap& env, std::string_view e
           lookup(env, "OTEL_EXPORTER_OTLP_METRICS_CLIENT_KEY", "OTEL_EXPORTER_OTLP_CLIENT_KEY")) {
     tls.client_key_file = *value;
   }
+  if (endpoint.starts_with("http://") &&
+      (!tls.certificate_file.empty() || !tls.client_certificate_file.empty())) {
+    return bad_input(std::string("OTEL_EXPORTER_OTLP_") +
+                         (tls.certificate_file.empty() ? "CLIENT_CERTIFICATE" : "CERTIFICATE") +
+                         " is set, but the endpoint " + std::string(endpoint) +
+                         " is plain http://: the metrics and any headers would go in clear",
+                     "use an https:// endpoint, or unset the TLS settings");
+  }
   if (tls.client_certificate_file.empty() != tls.client_key_file.empty()) {
     return bad_input(tls.client_key_file.empty()
                          ? "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE is set without a key"
@@ -261,6 +269,24 @@ Result<OtlpKeyValues> parse_otel_key_values(std::string_view text, std::string_v
 
 namespace {
 
+// A header's name or value holding CR, LF or NUL (percent-decoded: "%0D%0A")
+// would end the header line early and smuggle in another header.
+Result<void> refuse_header_breaks(const OtlpKeyValues& headers) {
+  for (const auto& [key, value] : headers) {
+    for (const std::string* text : {&key, &value}) {
+      constexpr std::string_view kBreaks("\r\n\0", 3);
+      if (text->find_first_of(kBreaks) == std::string::npos) continue;
+      std::string name = key;  // shown on one line
+      std::replace_if(
+          name.begin(), name.end(), [&](char c) { return kBreaks.find(c) != kBreaks.npos; }, '?');
+      return bad_input(
+          "OTEL_EXPORTER_OTLP_HEADERS: the header \"" + name + "\" holds a CR, LF or NUL byte",
+          "a header name or value is one line; remove the %0D, %0A or %00");
+    }
+  }
+  return {};
+}
+
 // --otlp-protocol wins over the environment; neither keeps the default.
 Result<void> resolve_protocol(const EnvironmentMap& env, const OtlpCliValues& cli,
                               OtlpOptions& options) {
@@ -303,6 +329,9 @@ Result<void> resolve_request_settings(const EnvironmentMap& env, OtlpOptions& op
           lookup(env, "OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")) {
     auto headers = parse_otel_key_values(*value, "OTEL_EXPORTER_OTLP_HEADERS");
     if (!headers) return std::unexpected(headers.error());
+    if (auto framed = refuse_header_breaks(*headers); !framed) {
+      return std::unexpected(framed.error());
+    }
     options.headers = std::move(*headers);
   }
   if (auto value =

@@ -33,15 +33,20 @@ std::optional<std::chrono::milliseconds> parse_retry_after(
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
   if (ec == std::errc() && end == value.data() + value.size()) {
     if (seconds < 0) return std::nullopt;
-    return std::chrono::seconds(seconds);
+    return std::chrono::seconds(std::min<long long>(seconds, kMaxRetryAfter.count()));
   }
   // An HTTP date; curl_getdate parses the RFC 9110 forms.
   std::string text(value);
   time_t when = curl_getdate(text.c_str(), nullptr);
   if (when < 0) return std::nullopt;
+  // Far dates compared in seconds: as a time_point in ns they would overflow.
+  if (when - std::chrono::system_clock::to_time_t(now) > kMaxRetryAfter.count()) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(kMaxRetryAfter);
+  }
   auto delay = std::chrono::system_clock::from_time_t(when) - now;
-  return std::max(std::chrono::milliseconds(0),
-                  std::chrono::duration_cast<std::chrono::milliseconds>(delay));
+  return std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(delay),
+                    std::chrono::milliseconds(0),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(kMaxRetryAfter));
 }
 
 Result<std::string> gzip_compress(std::string_view body) {

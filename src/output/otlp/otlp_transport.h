@@ -59,6 +59,9 @@ Result<std::unique_ptr<OtlpTransport>> make_otlp_transport(const OtlpOptions& op
 // are not 2xx are not.
 ExportOutcome::Status classify_http_status(long status);
 // Retry-After as delay-seconds or as an HTTP date (seen from `now`).
+// The longest wait a Retry-After may ask for; longer ones are cut to it (a
+// receiver must not park the exporter for good, nor overflow the clock).
+inline constexpr std::chrono::seconds kMaxRetryAfter{300};
 std::optional<std::chrono::milliseconds> parse_retry_after(
     std::string_view value, std::chrono::system_clock::time_point now);
 // gzip framing (RFC 1952) of a body, for Content-Encoding: gzip.

@@ -16,8 +16,10 @@ namespace {
 
 // Remembered verdicts at most, each way; then that memory starts over.
 constexpr size_t kMaxRemembered = 256;
-// Checks waiting for the worker; more are answered kBusy.
-constexpr size_t kMaxQueued = 8;
+// Checks waiting for the worker, from one client address and from all;
+// more are answered kBusy.
+constexpr size_t kMaxQueuedPerClient = 2;
+constexpr size_t kMaxQueued = 64;
 
 std::string digest_of(std::string_view text) {
   std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
@@ -85,7 +87,7 @@ BasicAuth::~BasicAuth() {
   if (worker_.joinable()) worker_.join();
 }
 
-AuthVerdict BasicAuth::check(std::string_view authorization) {
+AuthVerdict BasicAuth::check(std::string_view authorization, std::string_view client) {
   if (users_.empty()) return AuthVerdict::kAllowed;
   constexpr std::string_view kScheme = "Basic ";
   if (authorization.size() < kScheme.size()) return AuthVerdict::kRefused;
@@ -101,26 +103,52 @@ AuthVerdict BasicAuth::check(std::string_view authorization) {
   }
   size_t colon = credentials.find(':');
   if (colon == std::string::npos) return AuthVerdict::kRefused;
+  // An unknown user is checked against a known user's hash (the same cost)
+  // and refused whatever the result: no faster than a wrong password.
   auto user = users_.find(std::string_view(credentials).substr(0, colon));
-  if (user == users_.end()) return AuthVerdict::kRefused;
+  const bool known = user != users_.end();
+  const std::string& hash = known ? user->second : users_.begin()->second;
   std::string digest = digest_of(credentials);
   std::lock_guard lock(mutex_);
   if (verified_.contains(digest)) return AuthVerdict::kAllowed;
   if (refused_.contains(digest)) return AuthVerdict::kRefused;
   if (queued_.contains(digest)) return AuthVerdict::kPending;
-  if (jobs_.size() >= kMaxQueued) return AuthVerdict::kBusy;
-  queued_.insert(digest);
-  jobs_.push_back({std::move(digest), credentials.substr(colon + 1), user->second});
+  auto queue = jobs_.find(client);
+  if (queued_jobs_ >= kMaxQueued ||
+      (queue != jobs_.end() && queue->second.size() >= kMaxQueuedPerClient)) {
+    return AuthVerdict::kBusy;
+  }
   if (!worker_.joinable()) {
     try {
       worker_ = std::thread([this] { work(); });
     } catch (const std::system_error&) {
-      jobs_.pop_back();
       return AuthVerdict::kBusy;
     }
   }
+  if (queue == jobs_.end()) {
+    queue = jobs_.emplace(std::string(client), std::deque<Job>()).first;
+    turns_.emplace_back(client);
+  }
+  queued_.insert(digest);
+  queue->second.push_back({std::move(digest), credentials.substr(colon + 1), hash, known});
+  queued_jobs_++;
   wake_.notify_one();
   return AuthVerdict::kPending;
+}
+
+BasicAuth::Job BasicAuth::next_job() {
+  std::string client = std::move(turns_.front());
+  turns_.pop_front();
+  auto queue = jobs_.find(client);
+  Job job = std::move(queue->second.front());
+  queue->second.pop_front();
+  queued_jobs_--;
+  if (queue->second.empty()) {
+    jobs_.erase(queue);
+  } else {
+    turns_.push_back(std::move(client));  // its next job waits for the others' turns
+  }
+  return job;
 }
 
 void BasicAuth::work() {
@@ -128,10 +156,9 @@ void BasicAuth::work() {
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
     if (stopping_) return;
-    Job job = std::move(jobs_.front());
-    jobs_.pop_front();
+    Job job = next_job();
     lock.unlock();
-    bool matches = bcrypt_matches(job.password, job.hash);
+    bool matches = bcrypt_matches(job.password, job.hash) && job.known_user;
     lock.lock();
     std::set<std::string>& verdicts = matches ? verified_ : refused_;
     if (verdicts.size() >= kMaxRemembered) verdicts.clear();

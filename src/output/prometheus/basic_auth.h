@@ -3,7 +3,11 @@
 // slow on purpose (tens of ms), so it runs on a worker thread of its own,
 // never on the server's: a client guessing passwords cannot hold up a
 // scrape. A verified user and password is remembered (as a SHA-256 digest,
-// never in clear), so a scraper pays bcrypt once.
+// never in clear), so a scraper pays bcrypt once. An unknown user costs the
+// same bcrypt as a known one (against a stand-in hash), so the time of a
+// refusal does not say which users exist. Each client address has a queue
+// of its own and the worker takes them in turn, so a client guessing
+// passwords at full speed cannot keep another one from logging in.
 #pragma once
 
 #include <condition_variable>
@@ -35,22 +39,28 @@ class BasicAuth {
   BasicAuth& operator=(const BasicAuth&) = delete;
 
   bool enabled() const { return !users_.empty(); }
-  // The verdict on `authorization` (the header's value); allowed when no
-  // users are configured. Never waits for bcrypt.
-  AuthVerdict check(std::string_view authorization);
+  // The verdict on `authorization` (the header's value) sent by `client`
+  // (its address); allowed when no users are configured. Never waits for
+  // bcrypt.
+  AuthVerdict check(std::string_view authorization, std::string_view client = {});
 
  private:
   struct Job {
     std::string digest, password, hash;
+    bool known_user = true;  // false: bcrypt for the time only, then refused
   };
   void work();
+  // The next job, from the client whose turn it is; call with jobs queued.
+  Job next_job();
 
   const std::map<std::string, std::string, std::less<>> users_;  // user -> bcrypt hash
   std::function<void()> on_checked_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::set<std::string> verified_, refused_, queued_;  // digests of user:password
-  std::deque<Job> jobs_;
+  std::set<std::string> verified_, refused_, queued_;         // digests of user:password
+  std::map<std::string, std::deque<Job>, std::less<>> jobs_;  // by client address
+  std::deque<std::string> turns_;  // clients with jobs, in the order they are served
+  size_t queued_jobs_ = 0;
   bool stopping_ = false;
   std::thread worker_;  // started with the first job
 };

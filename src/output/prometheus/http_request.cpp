@@ -1,5 +1,7 @@
 // Parsing an HTTP/1.x request head (RFC 9112) strictly enough for a metrics
-// endpoint: one request line, field lines, no obsolete line folding.
+// endpoint: one request line, field lines, CRLF line ends only, no obsolete
+// line folding, no Transfer-Encoding, one Host: whatever two parsers could
+// frame differently is refused with 400 rather than guessed at.
 #include "output/prometheus/http_request.h"
 
 #include <algorithm>
@@ -47,18 +49,37 @@ ParsedHead rejected(int status, std::string problem) {
   return parsed;
 }
 
-// Splits "line\r\n" (a bare "\n" also ends a line, as most servers accept).
+// Splits a head whose lines all end in CRLF (find_head_end checked).
 std::vector<std::string_view> split_lines(std::string_view head) {
   std::vector<std::string_view> lines;
-  while (!head.empty()) {
-    size_t end = head.find('\n');
-    std::string_view line = head.substr(0, end);
-    if (line.ends_with('\r')) line.remove_suffix(1);
-    lines.push_back(line);
+  while (true) {
+    size_t end = head.find("\r\n");
+    lines.push_back(head.substr(0, end));
     if (end == std::string_view::npos) break;
-    head.remove_prefix(end + 1);
+    head.remove_prefix(end + 2);
   }
   return lines;
+}
+
+// Where the head that starts at `start` ends: the offset of its "\r\n\r\n",
+// npos while it has not arrived. Every line must end in CRLF; a bare LF or a
+// bare CR is refused, since another parser in front of this one (a proxy)
+// may frame it differently: the shape of request smuggling.
+struct HeadEnd {
+  size_t end = std::string_view::npos;
+  const char* problem = nullptr;  // set: refuse with 400
+};
+
+HeadEnd find_head_end(std::string_view received, size_t start) {
+  for (size_t i = start; i < received.size(); i++) {
+    if (received[i] == '\n') return {.problem = "bare LF in the request head"};
+    if (received[i] != '\r') continue;
+    if (i + 1 == received.size()) break;  // its LF has not arrived yet
+    if (received[i + 1] != '\n') return {.problem = "bare CR in the request head"};
+    if (received.substr(i + 2).starts_with("\r\n")) return {.end = i};
+    i++;  // past the LF
+  }
+  return {};
 }
 
 ParsedHead parse_request_line(std::string_view line) {
@@ -84,6 +105,35 @@ ParsedHead parse_request_line(std::string_view line) {
   return parsed;
 }
 
+// A whole head's framing: the body length only from Content-Length, one Host.
+// Any Transfer-Encoding is refused (empty, repeated or beside a Content-Length
+// alike): a metrics endpoint needs no request body, and a head two parsers
+// could frame differently must not be read at all.
+ParsedHead check_framing(ParsedHead parsed) {
+  HttpRequest& request = parsed.request;
+  bool has_length = false;
+  int hosts = 0;
+  for (const auto& [field, value] : request.headers) {
+    if (equal_ignoring_case(field, "Transfer-Encoding")) {
+      return rejected(400, "Transfer-Encoding is not accepted");
+    }
+    if (equal_ignoring_case(field, "Host")) hosts++;
+    if (!equal_ignoring_case(field, "Content-Length")) continue;
+    size_t length = 0;
+    auto [end_of_number, error] =
+        std::from_chars(value.data(), value.data() + value.size(), length);
+    if (error != std::errc() || end_of_number != value.data() + value.size() ||
+        (has_length && length != request.content_length)) {
+      return rejected(400, "bad Content-Length");
+    }
+    has_length = true;
+    request.content_length = length;
+  }
+  if (hosts > 1) return rejected(400, "more than one Host header");
+  if (hosts == 0 && request.version == "HTTP/1.1") return rejected(400, "HTTP/1.1 without Host");
+  return parsed;
+}
+
 }  // namespace
 
 std::string_view HttpRequest::header(std::string_view name) const {
@@ -106,28 +156,27 @@ bool HttpRequest::keep_alive() const {
 ParsedHead parse_request_head(std::string_view received, size_t max_head_bytes) {
   // Empty lines before the request line are allowed (RFC 9112 2.2).
   size_t start = 0;
-  while (start < received.size() && (received[start] == '\r' || received[start] == '\n')) start++;
-  size_t end = received.find("\r\n\r\n", start);
-  size_t terminator = 4;
-  if (size_t bare = received.find("\n\n", start); bare != std::string_view::npos && bare < end) {
-    end = bare;
-    terminator = 2;
-  }
+  while (received.substr(start).starts_with("\r\n")) start += 2;
+  HeadEnd found = find_head_end(received.substr(0, max_head_bytes), start);
+  if (found.problem) return rejected(400, found.problem);
+  size_t end = found.end;
   if (end == std::string_view::npos) {
     if (received.size() >= max_head_bytes) return rejected(431, "request header too large");
     return {};
   }
-  if (end + terminator > max_head_bytes) return rejected(431, "request header too large");
+  if (end + 4 > max_head_bytes) return rejected(431, "request header too large");
 
   auto lines = split_lines(received.substr(start, end - start));
-  if (lines.empty()) return rejected(400, "empty request");
   ParsedHead parsed = parse_request_line(lines.front());
   if (parsed.status != HeadStatus::kComplete) return parsed;
   HttpRequest& request = parsed.request;
-  request.head_size = end + terminator;
-  bool has_length = false;
+  request.head_size = end + 4;
   for (size_t i = 1; i < lines.size(); i++) {
     std::string_view line = lines[i];
+    // Obsolete line folding: a proxy may join the line to the last field or not.
+    if (line.starts_with(' ') || line.starts_with('\t')) {
+      return rejected(400, "folded header line (obs-fold)");
+    }
     size_t colon = line.find(':');
     if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) {
       return rejected(400, "malformed header field");
@@ -136,22 +185,7 @@ ParsedHead parse_request_head(std::string_view received, size_t max_head_bytes) 
     if (has_control_bytes(value)) return rejected(400, "control character in a header field");
     request.headers.emplace_back(line.substr(0, colon), value);
   }
-  if (!request.header("Transfer-Encoding").empty()) {
-    return rejected(501, "Transfer-Encoding is not supported");
-  }
-  for (const auto& [field, value] : request.headers) {
-    if (!equal_ignoring_case(field, "Content-Length")) continue;
-    size_t length = 0;
-    auto [end_of_number, error] =
-        std::from_chars(value.data(), value.data() + value.size(), length);
-    if (error != std::errc() || end_of_number != value.data() + value.size() ||
-        (has_length && length != request.content_length)) {
-      return rejected(400, "bad Content-Length");
-    }
-    has_length = true;
-    request.content_length = length;
-  }
-  return parsed;
+  return check_framing(std::move(parsed));
 }
 
 }  // namespace funclatency

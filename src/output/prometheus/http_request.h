@@ -19,6 +19,7 @@ struct HttpRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // values trimmed
   size_t head_size = 0;       // bytes up to and including the blank line
   size_t content_length = 0;  // body bytes that follow the head
+  std::string client;         // the client's address, without the port (set by the server)
 
   // The first value of a header field, matched without case; empty when absent.
   std::string_view header(std::string_view name) const;
@@ -37,7 +38,7 @@ enum class HeadStatus {
 struct ParsedHead {
   HeadStatus status = HeadStatus::kIncomplete;
   HttpRequest request;  // when kComplete
-  int http_status = 0;  // when kRejected: 400, 431, 501 or 505
+  int http_status = 0;  // when kRejected: 400, 431 or 505
   std::string problem;  // when kRejected: why, for the response body
 };
 

@@ -3,10 +3,12 @@
 // answered whatever the other clients do (see http_server.h for the bounds).
 #include "output/prometheus/http_server.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
@@ -32,6 +34,9 @@ constexpr int kReadsPerTurn = 4;
 constexpr int kAcceptsPerTurn = 64;
 // How often put-off requests are asked about again without a wake().
 constexpr std::chrono::milliseconds kDeferredRetry{50};
+// Out of descriptors with no connection to give up: how long the listener
+// rests before accept is tried again.
+constexpr std::chrono::milliseconds kDescriptorPause{100};
 
 struct SslFree {
   void operator()(SSL* ssl) const { SSL_free(ssl); }
@@ -55,9 +60,11 @@ struct Connection {
   Clock::time_point since;     // the phase's start: the oldest goes first when full
   Clock::time_point deadline;  // closed when it passes
   bool received_any = false;   // has sent a byte in this phase (TLS: stepped the handshake)
+  bool answered_any = false;   // has been sent an answer: a client, not a mere connection
   bool want_write = false;     // the socket must become writable to go on (TLS may ask)
   bool closed = false;
-  std::string in;  // received, not yet consumed
+  std::string client;  // the peer's address, numeric, without the port
+  std::string in;      // received, not yet consumed
   HttpRequest request;
   size_t body_left = 0;
   std::string out_head;
@@ -119,6 +126,19 @@ Result<UniqueFd> listen_on(const ListenAddress& address, std::string_view option
   return bad_input(std::string(option) + ": cannot listen on " + address.to_string(), hint, reason);
 }
 
+// The peer's address as text ("127.0.0.1", "::1"); empty when unknown.
+std::string peer_address(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  char host[NI_MAXHOST];
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0 ||
+      getnameinfo(reinterpret_cast<sockaddr*>(&address), length, host, sizeof host, nullptr, 0,
+                  NI_NUMERICHOST) != 0) {
+    return {};
+  }
+  return host;
+}
+
 uint16_t bound_port(int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof address;
@@ -166,7 +186,9 @@ struct HttpServer::Loop {
   HttpServerOptions options;
   HttpHandler handler;
   UniqueFd listener;
-  UniqueFd wake;  // an eventfd: stop() writes it
+  UniqueFd wake;     // an eventfd: stop() writes it
+  UniqueFd reserve;  // /dev/null, held to be closed when accept runs out of descriptors
+  Clock::time_point listener_rests_until;  // out of descriptors: not polled before
   uint16_t port = 0;
   std::vector<std::unique_ptr<Connection>> connections;
   std::thread thread;
@@ -175,6 +197,7 @@ struct HttpServer::Loop {
 
   void run();
   void accept_some(Clock::time_point now);
+  bool make_room(Clock::time_point now);
   void evict_one();
   void service(Connection& connection, short revents, Clock::time_point now);
   void expire(Clock::time_point now);
@@ -203,13 +226,15 @@ void HttpServer::Loop::enter(Connection& connection, Phase phase, Clock::time_po
 }
 
 void HttpServer::Loop::run() {
+  pthread_setname_np(pthread_self(), "fl-http");  // found by name in /proc/PID/task
   std::vector<pollfd> fds;
   while (!stopping) {
     Clock::time_point now = Clock::now();
     expire(now);
     fds.clear();
     fds.push_back({wake.get(), POLLIN, 0});
-    fds.push_back({listener.get(), POLLIN, 0});
+    // A negative descriptor is not polled: the listener rests.
+    fds.push_back({now < listener_rests_until ? -1 : listener.get(), POLLIN, 0});
     for (const auto& connection : connections) {
       short events = connection->phase == Phase::kWriting ? POLLOUT : POLLIN;
       if (connection->ssl) events = connection->want_write ? POLLOUT : POLLIN;
@@ -240,6 +265,7 @@ void HttpServer::Loop::run() {
 
 int HttpServer::Loop::poll_timeout(Clock::time_point now) const {
   auto soonest = now + std::chrono::seconds(1);
+  if (now < listener_rests_until) soonest = std::min(soonest, listener_rests_until);
   for (const auto& connection : connections) {
     soonest = std::min(soonest, connection->deadline);
     if (connection->phase == Phase::kDeferred) soonest = std::min(soonest, now + kDeferredRetry);
@@ -297,10 +323,14 @@ void HttpServer::Loop::evict_one() {
 void HttpServer::Loop::accept_some(Clock::time_point now) {
   for (int i = 0; i < kAcceptsPerTurn && !stopping; i++) {
     UniqueFd fd(accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd) return;  // EAGAIN, or out of descriptors: the rest wait in the backlog
+    if (!fd && (errno == EMFILE || errno == ENFILE) && make_room(now)) {
+      fd.reset(accept4(listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    }
+    if (!fd) return;  // EAGAIN, or still out of descriptors: the rest wait in the backlog
     accepted++;
     if (connections.size() >= options.limits.max_connections) evict_one();
     auto connection = std::make_unique<Connection>();
+    connection->client = peer_address(fd.get());
     connection->fd = std::move(fd);
     Phase phase = Phase::kIdle;
     if (options.tls) {
@@ -320,6 +350,38 @@ void HttpServer::Loop::accept_some(Clock::time_point now) {
     service(*connections.back(), POLLIN, now);
     if (connections.back()->closed) connections.pop_back();
   }
+}
+
+// Out of descriptors (EMFILE, ENFILE): accept fails while the listener stays
+// readable, so polling it again at once would spin. The oldest connection
+// that has neither sent a byte nor been answered gives its descriptor to the
+// next client (true: accept again); clients that were answered or are
+// sending keep theirs. With none to give, the reserve descriptor lets the
+// waiting client be accepted and closed, so it learns at once, and the
+// listener rests for kDescriptorPause; the connections held are served all
+// the while.
+bool HttpServer::Loop::make_room(Clock::time_point now) {
+  auto silent = connections.end();
+  for (auto it = connections.begin(); it != connections.end(); ++it) {
+    const Connection& connection = **it;
+    bool idle = connection.phase == Phase::kIdle || connection.phase == Phase::kHandshake;
+    if (!idle || connection.received_any || connection.answered_any) continue;
+    if (silent == connections.end() || connection.since < (*silent)->since) silent = it;
+  }
+  if (silent != connections.end()) {
+    evicted++;
+    connections.erase(silent);
+    return true;
+  }
+  if (reserve) {
+    reserve.reset();
+    UniqueFd refused(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (refused) rejected++;
+    refused.reset();
+    reserve.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  }
+  listener_rests_until = now + kDescriptorPause;
+  return false;
 }
 
 void HttpServer::Loop::service(Connection& connection, short revents, Clock::time_point now) {
@@ -352,13 +414,17 @@ void HttpServer::Loop::service(Connection& connection, short revents, Clock::tim
 }
 
 Io HttpServer::Loop::handshake(Connection& connection) {
+  // A client that has sent no byte of its handshake ranks as silent.
+  char byte;
+  if (recv(connection.fd.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+    connection.received_any = true;
+  }
   ERR_clear_error();
   int done = SSL_accept(connection.ssl.get());
   if (done == 1) {
     connection.want_write = false;
     return Io::kProgress;
   }
-  connection.received_any = true;
   switch (SSL_get_error(connection.ssl.get(), done)) {
     case SSL_ERROR_WANT_READ:
       connection.want_write = false;
@@ -443,6 +509,7 @@ void HttpServer::Loop::process_input(Connection& connection, Clock::time_point n
     connection.in.erase(0, parsed.request.head_size);
     connection.body_left = parsed.request.content_length;
     connection.request = std::move(parsed.request);
+    connection.request.client = connection.client;
     connection.phase = Phase::kBody;
   }
 }
@@ -459,10 +526,11 @@ void HttpServer::Loop::answer(Connection& connection, Clock::time_point now) {
   } else {
     try {
       response = handler(request);
-    } catch (const std::exception& failure) {
+    } catch (const std::exception&) {
+      // What failed stays here: its text may describe this host.
       response = {500,
                   "text/plain; charset=utf-8",
-                  std::make_shared<const std::string>(failure.what() + std::string("\n")),
+                  std::make_shared<const std::string>("Internal Server Error\n"),
                   {}};
     }
   }
@@ -551,6 +619,7 @@ Io HttpServer::Loop::write_some(Connection& connection) {
   connection.out_body.reset();
   connection.out_head.clear();
   answered++;
+  connection.answered_any = true;
   connection.phase = Phase::kIdle;  // finish_write picks the next phase
   return Io::kProgress;
 }
@@ -562,15 +631,15 @@ void HttpServer::Loop::finish_write(Connection& connection, Clock::time_point no
     connection.closed = true;
     return;
   }
+  // A pipelined request may already be here: the caller's loop reads it
+  // (process_input), so a client's pipeline never deepens the stack.
   enter(connection, Phase::kIdle, now + options.limits.idle_timeout, now);
-  // A pipelined request may already be here.
-  process_input(connection, now);
 }
 
-Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
-                                                      std::string_view option,
-                                                      HttpServerOptions options,
-                                                      HttpHandler handler) {
+Result<std::unique_ptr<HttpServer>> HttpServer::listen(const ListenAddress& address,
+                                                       std::string_view option,
+                                                       HttpServerOptions options,
+                                                       HttpHandler handler) {
   auto listener = listen_on(address, option, options.limits.listen_backlog);
   if (!listener) return std::unexpected(listener.error());
   auto loop = std::make_unique<Loop>();
@@ -580,12 +649,32 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& addre
   loop->port = bound_port(loop->listener.get());
   loop->wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!loop->wake) return runtime_error("create the HTTP server's wake-up eventfd", errno);
+  loop->reserve.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!loop->reserve) {
+    return runtime_error("open /dev/null as the HTTP server's reserve descriptor", errno,
+                         "raise the open-file limit (ulimit -n)");
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(loop)));
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& address,
+                                                      std::string_view option,
+                                                      HttpServerOptions options,
+                                                      HttpHandler handler) {
+  auto server = listen(address, option, std::move(options), std::move(handler));
+  if (!server) return std::unexpected(server.error());
+  if (auto serving = (*server)->serve(); !serving) return std::unexpected(serving.error());
+  return server;
+}
+
+Result<void> HttpServer::serve() {
+  if (loop_->thread.joinable() || loop_->stopping) return {};
   try {
-    loop->thread = std::thread([state = loop.get()] { state->run(); });
+    loop_->thread = std::thread([state = loop_.get()] { state->run(); });
   } catch (const std::system_error& failure) {
     return runtime_error("start the HTTP server thread", failure.code().value());
   }
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(loop)));
+  return {};
 }
 
 HttpServer::HttpServer(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
@@ -595,8 +684,8 @@ HttpServer::~HttpServer() {
 }
 
 void HttpServer::stop() {
+  loop_->stopping = true;  // also when never served: serve() will not start it
   if (!loop_->thread.joinable()) return;
-  loop_->stopping = true;
   uint64_t one = 1;
   [[maybe_unused]] auto written = write(loop_->wake.get(), &one, sizeof one);
   loop_->thread.join();

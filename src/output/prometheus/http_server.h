@@ -58,10 +58,17 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 class HttpServer {
  public:
   // Binds and listens before returning (an address that cannot be bound is
-  // kBadInput, named as `option` names it), then serves from its thread.
+  // kBadInput, named as `option` names it), but reads nothing: clients wait
+  // in the kernel's backlog until serve().
+  static Result<std::unique_ptr<HttpServer>> listen(const ListenAddress& address,
+                                                    std::string_view option,
+                                                    HttpServerOptions options, HttpHandler handler);
+  // listen(), then serve().
   static Result<std::unique_ptr<HttpServer>> start(const ListenAddress& address,
                                                    std::string_view option,
                                                    HttpServerOptions options, HttpHandler handler);
+  // Starts the thread that accepts and answers. Once; later calls do nothing.
+  Result<void> serve();
   ~HttpServer();
   // Closes every connection and joins the thread. Idempotent.
   void stop();

@@ -15,7 +15,7 @@ Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& va
     if (!loaded) return std::unexpected(loaded.error());
     web = std::move(*loaded);
   }
-  auto sink = PrometheusSink::start(*address, values.prefix, web);
+  auto sink = PrometheusSink::listen(*address, values.prefix, web);  // served after the drop
   if (!sink) return std::unexpected(sink.error());
   return std::unique_ptr<Sink>(std::move(*sink));
 }

@@ -45,7 +45,7 @@ struct PrometheusSink::State {
   }
 
   HttpResponse answer(const HttpRequest& request) {
-    switch (auth->check(request.header("Authorization"))) {
+    switch (auth->check(request.header("Authorization"), request.client)) {
       case AuthVerdict::kAllowed:
         break;
       case AuthVerdict::kPending:
@@ -76,10 +76,24 @@ struct PrometheusSink::State {
   }
 };
 
-Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ListenAddress& address,
+Result<std::unique_ptr<PrometheusSink>> PrometheusSink::serve(const ListenAddress& address,
                                                               std::string metric_prefix,
                                                               const WebConfig& web,
                                                               HttpLimits limits) {
+  auto sink = listen(address, std::move(metric_prefix), web, limits);
+  if (!sink) return std::unexpected(sink.error());
+  if (auto started = (*sink)->start(); !started) return std::unexpected(started.error());
+  return sink;
+}
+
+Result<void> PrometheusSink::start() {
+  return state_->server->serve();
+}
+
+Result<std::unique_ptr<PrometheusSink>> PrometheusSink::listen(const ListenAddress& address,
+                                                               std::string metric_prefix,
+                                                               const WebConfig& web,
+                                                               HttpLimits limits) {
   auto prefix = validate_metric_prefix(metric_prefix);
   if (!prefix) return std::unexpected(prefix.error());
   HttpServerOptions options;
@@ -99,8 +113,8 @@ Result<std::unique_ptr<PrometheusSink>> PrometheusSink::start(const ListenAddres
     if (HttpServer* server = shared->running.load()) server->wake();
   });
   auto server =
-      HttpServer::start(address, "--prometheus", std::move(options),
-                        [shared](const HttpRequest& request) { return shared->answer(request); });
+      HttpServer::listen(address, "--prometheus", std::move(options),
+                         [shared](const HttpRequest& request) { return shared->answer(request); });
   if (!server) return std::unexpected(server.error());
   state->server = std::move(*server);
   state->running = state->server.get();

@@ -18,15 +18,25 @@ namespace funclatency {
 
 class PrometheusSink : public Sink {
  public:
-  // Binds and starts serving before returning, so a port in use or an address
-  // that cannot be bound is a kBadInput error while nothing is attached yet.
-  // Until the first write() the endpoint serves the metadata with no series.
-  // A certificate or key that cannot be read or used is kBadInput too.
-  static Result<std::unique_ptr<PrometheusSink>> start(const ListenAddress& address,
+  // Binds before returning, so a port in use or an address that cannot be
+  // bound is a kBadInput error while nothing is attached yet; but reads no
+  // request, runs no TLS handshake and no bcrypt until start(), which
+  // funclatency calls once its privileges are dropped. Until the first
+  // write() the endpoint serves the metadata with no series. A certificate or
+  // key that cannot be read or used is kBadInput too.
+  static Result<std::unique_ptr<PrometheusSink>> listen(const ListenAddress& address,
+                                                        std::string metric_prefix,
+                                                        const WebConfig& web = {},
+                                                        HttpLimits limits = {});
+  // listen(), then start().
+  static Result<std::unique_ptr<PrometheusSink>> serve(const ListenAddress& address,
                                                        std::string metric_prefix,
                                                        const WebConfig& web = {},
                                                        HttpLimits limits = {});
   ~PrometheusSink() override;
+
+  // Begins serving: accepting, reading requests, handshakes, bcrypt.
+  Result<void> start() override;
 
   // Keeps FunctionReport::total and total_lost of every function; interval
   // and total reports both carry them.

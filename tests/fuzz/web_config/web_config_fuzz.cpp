@@ -3,6 +3,8 @@
 // head parser and the Basic-auth base64 decoder. The first byte picks the
 // parser; the rest is its input. Beyond not crashing, each result must keep
 // the promises its header makes.
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -41,6 +43,13 @@ void fuzz_web_config(std::string_view text) {
   }
 }
 
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 void fuzz_request_head(std::string_view bytes) {
   size_t limit = bytes.empty() ? 1 : 1 + static_cast<unsigned char>(bytes.front()) * 4;
   std::string_view received = bytes.empty() ? bytes : bytes.substr(1);
@@ -50,16 +59,27 @@ void fuzz_request_head(std::string_view bytes) {
       check(received.size() < limit);
       break;
     case HeadStatus::kRejected:
-      check(parsed.http_status == 400 || parsed.http_status == 431 || parsed.http_status == 501 ||
-            parsed.http_status == 505);
+      check(parsed.http_status == 400 || parsed.http_status == 431 || parsed.http_status == 505);
       break;
     case HeadStatus::kComplete: {
       const HttpRequest& request = parsed.request;
       check(request.head_size <= received.size() && request.head_size <= limit);
       check(!request.method.empty() && !request.target.empty());
       check(request.version == "HTTP/1.1" || request.version == "HTTP/1.0");
+      int hosts = 0;
       for (const auto& [name, value] : request.headers) {
         check(!name.empty() && value.find_first_of("\r\n") == std::string::npos);
+        check(name.find_first_of(" \t") == std::string::npos);   // no obs-fold, no "Name :"
+        check(!equal_ignoring_case(name, "Transfer-Encoding"));  // any one is refused
+        hosts += equal_ignoring_case(name, "Host");
+      }
+      check(hosts <= 1 && (hosts == 1 || request.version == "HTTP/1.0"));
+      // Every line of an accepted head ends in CRLF: no bare CR or LF.
+      std::string_view head = received.substr(0, request.head_size);
+      check(head.ends_with("\r\n\r\n"));
+      for (size_t i = 0; i < head.size(); i++) {
+        if (head[i] == '\r') check(i + 1 < head.size() && head[i + 1] == '\n');
+        if (head[i] == '\n') check(i > 0 && head[i - 1] == '\r');
       }
       check(request.path().size() <= request.target.size());
       break;

@@ -9,6 +9,7 @@
 
 #include "output/console_sink.h"
 #include "output/json_sink.h"
+#include "output/sink_fanout.h"
 
 namespace funclatency {
 namespace {
@@ -468,14 +469,88 @@ TEST(JsonFormat, OtherSeriesAndTheFoldedCount) {
   EXPECT_FALSE(other.contains("pid"));
 }
 
-TEST(JsonFormat, NamesThatAreNotUtf8StillMakeJson) {
+// What a sink saw: the report's address and names.
+struct RecordingSink : Sink {
+  const Report* last = nullptr;
+  std::vector<std::string> symbols, binaries, comms, threads;
+  void write(const Report& report) override {
+    last = &report;
+    for (const auto& function : report.functions) {
+      symbols.push_back(function.symbol);
+      binaries.push_back(function.binary);
+      comms.push_back(function.series.comm.value_or(""));
+      for (const auto& call : function.total_slowest) threads.push_back(call.thread);
+    }
+  }
+  void write_slow_call(const SlowCallReport& slow) override {
+    symbols.push_back(slow.symbol);
+    threads.push_back(slow.call.thread);
+  }
+};
+
+std::string json_lines_through_fanout(const Report& report, RecordingSink& recording) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* memory = open_memstream(&buffer, &size);
+  JsonSink json(memory);
+  SinkFanout fanout;
+  fanout.add(&json);
+  fanout.add(&recording);
+  fanout.write(report);
+  std::fclose(memory);
+  std::string text(buffer, size);
+  free(buffer);
+  return text;
+}
+
+TEST(SinkFanout, NamesThatAreNotUtf8AreMadeValidOnceForEverySink) {
   Report report = sample_report();
+  report.functions[0].symbol = "odd_op\xFF";
+  report.functions[0].binary = "/tmp/odd\xFF/app";
   // A comm cut at 15 bytes in the middle of a character.
   report.functions[0].series = {.pid = 5,
                                 .comm = "\xE5\xB7\xA5\xE4\xBD\x9C\xE8\x80\x85xx\xE8\x80\x85\xE8"};
-  std::string line = function_to_json(report, report.functions[0]).dump();
-  auto parsed = nlohmann::json::parse(line);
+  report.functions[0].total_slowest.push_back(
+      {.duration_ns = 1, .thread = "t\xC0", .stack = {{.symbol = "f\xFE", .binary = "/b\xFF"}}});
+  RecordingSink recording;
+  std::string text = json_lines_through_fanout(report, recording);
+  auto parsed = nlohmann::json::parse(text);  // one record, valid JSON
+  EXPECT_EQ(parsed["symbol"], "odd_op\xEF\xBF\xBD");
+  EXPECT_EQ(parsed["binary"], "/tmp/odd\xEF\xBF\xBD/app");
   EXPECT_EQ(parsed["comm"], "\xE5\xB7\xA5\xE4\xBD\x9C\xE8\x80\x85xx\xE8\x80\x85\xEF\xBF\xBD");
+  // Every sink saw the same mended names, in a copy: the report is const.
+  EXPECT_NE(recording.last, &report);
+  EXPECT_EQ(recording.symbols, std::vector<std::string>{"odd_op\xEF\xBF\xBD"});
+  EXPECT_EQ(recording.binaries, std::vector<std::string>{"/tmp/odd\xEF\xBF\xBD/app"});
+  EXPECT_EQ(recording.comms[0], parsed["comm"]);
+  EXPECT_EQ(recording.threads, std::vector<std::string>{"t\xEF\xBF\xBD"});
+  EXPECT_EQ(report.functions[0].symbol, "odd_op\xFF");
+}
+
+TEST(SinkFanout, ValidNamesPassUncopiedAndSlowCallsAreMendedToo) {
+  Report report = sample_report();
+  RecordingSink recording;
+  SinkFanout fanout;
+  fanout.add(&recording);
+  fanout.write(report);
+  EXPECT_EQ(recording.last, &report);
+  fanout.write_slow_call({.symbol = "s\xFF", .binary = "/b", .call = {.thread = "\xFFx"}});
+  EXPECT_EQ(recording.symbols.back(), "s\xEF\xBF\xBD");
+  EXPECT_EQ(recording.threads.back(), "\xEF\xBF\xBDx");
+}
+
+TEST(JsonSink, ANameThatIsNotUtf8NeverAbortsARecord) {
+  Report report = sample_report();
+  report.functions[0].binary = "/tmp/\xFF/app";
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* memory = open_memstream(&buffer, &size);
+  JsonSink sink(memory);
+  sink.write(report);  // no fan-out in front: still a record, not type_error.316
+  std::fclose(memory);
+  std::string text(buffer, size);
+  free(buffer);
+  EXPECT_EQ(nlohmann::json::parse(text)["binary"], "/tmp/\xEF\xBF\xBD/app");
 }
 
 TEST(JsonFormat, ExemplarsAreTheRecordsSlowestCalls) {
@@ -528,8 +603,11 @@ TEST(JsonFormat, SlowCallLineHasTheExemplarFieldsAndItsFunction) {
      "tid": 1240, "thread": "w\ufffd", "time_unix_nano": 1700000001250042000,
      "stack": [{"address": "0x55d0c0a0121a", "symbol": "slow_op", "offset": 26,
                 "binary": "/opt/app"}]})");
-  EXPECT_EQ(slow_call_report_to_json(slow), expected);
+  SlowCallReport mended = slow;  // as the fan-out hands it to every sink
+  EXPECT_TRUE(make_names_valid(mended));
+  EXPECT_EQ(slow_call_report_to_json(mended), expected);
 
+  // Straight to the sink, unmended, the line is the same.
   char* buffer = nullptr;
   size_t size = 0;
   std::FILE* memory = open_memstream(&buffer, &size);

@@ -107,6 +107,33 @@ TEST(OtlpOptions, HeadersAreKeyValuePairsWithPercentEscapes) {
             (OtlpKeyValues{{"Authorization", "Basic dXNlcjpwYXNz"}, {"x-tenant", "team,a"}}));
 }
 
+TEST(OtlpOptions, HeadersWithLineBreaksOrNulAreRefused) {
+  for (std::string headers : {"Authorization=Basic%20a%0D%0AX-Evil:%201", "x%0Ay=1", "a=b%00c"}) {
+    Error error = resolve_error({{"OTEL_EXPORTER_OTLP_HEADERS", headers}});
+    EXPECT_EQ(error.kind, ErrorKind::kBadInput);
+    EXPECT_NE(error.message().find("CR, LF or NUL"), std::string::npos) << error.message();
+    EXPECT_EQ(error.message().find_first_of("\r\n"), std::string::npos);
+  }
+}
+
+TEST(OtlpOptions, TlsSettingsWithAPlainHttpEndpointAreRefused) {
+  for (const char* variable :
+       {"OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE"}) {
+    Error error = resolve_error({{variable, "/etc/ssl/ca.pem"}},
+                                {.enabled = true, .endpoint = "http://collector:4318"});
+    EXPECT_EQ(error.kind, ErrorKind::kBadInput);
+    EXPECT_NE(error.message().find("in clear"), std::string::npos) << error.message();
+  }
+  Error client = resolve_error({{"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", "/etc/ssl/c.pem"},
+                                {"OTEL_EXPORTER_OTLP_CLIENT_KEY", "/etc/ssl/c.key"}},
+                               {.enabled = true, .endpoint = "http://collector:4318"});
+  EXPECT_NE(client.message().find("in clear"), std::string::npos) << client.message();
+  // https:// with the same settings is fine.
+  auto options = resolve_ok({{"OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/ssl/ca.pem"}},
+                            {.enabled = true, .endpoint = "https://collector:4318"});
+  EXPECT_TRUE(options.tls.enabled);
+}
+
 TEST(OtlpOptions, IntervalTemporalityAndServiceName) {
   auto options = resolve_ok(
       {{"OTEL_METRIC_EXPORT_INTERVAL", "1500"},

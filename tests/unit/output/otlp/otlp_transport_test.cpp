@@ -32,6 +32,12 @@ TEST(OtlpRetryRules, RetryAfterSecondsOrDate) {
   EXPECT_EQ(parse_retry_after("soon", now), std::nullopt);
   EXPECT_EQ(parse_retry_after("", now), std::nullopt);
   EXPECT_EQ(parse_retry_after("-5", now), std::nullopt);
+  // Capped: a receiver cannot park the exporter for good, nor overflow the clock.
+  EXPECT_EQ(parse_retry_after("86400", now), std::optional(std::chrono::milliseconds(300'000)));
+  EXPECT_EQ(parse_retry_after("9223372036854775807", now),
+            std::optional(std::chrono::milliseconds(300'000)));
+  EXPECT_EQ(parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now),
+            std::optional(std::chrono::milliseconds(300'000)));
 }
 
 TEST(OtlpRetryRules, BackoffGrowsIsCappedAndJittered) {

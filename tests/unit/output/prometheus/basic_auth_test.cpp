@@ -6,16 +6,19 @@
 #include <crypt.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <thread>
+#include <vector>
 
 namespace funclatency {
 namespace {
 
-std::string bcrypt(const std::string& password) {
+std::string bcrypt(const std::string& password, int cost = 4) {
   char salt[CRYPT_GENSALT_OUTPUT_SIZE];
-  EXPECT_NE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, salt, sizeof salt), nullptr);
+  EXPECT_NE(crypt_gensalt_rn("$2b$", cost, nullptr, 0, salt, sizeof salt), nullptr);
   crypt_data data{};
   return crypt_r(password.c_str(), salt, &data);
 }
@@ -36,9 +39,9 @@ std::string basic(std::string_view credentials) {
 }
 
 // The verdict once the worker is done (check() never waits for it).
-AuthVerdict settled(BasicAuth& auth, const std::string& header) {
+AuthVerdict settled(BasicAuth& auth, const std::string& header, std::string_view client = {}) {
   for (int i = 0; i < 2000; i++) {
-    AuthVerdict verdict = auth.check(header);
+    AuthVerdict verdict = auth.check(header, client);
     if (verdict != AuthVerdict::kPending) return verdict;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -66,12 +69,65 @@ TEST(BasicAuth, ChecksUserAndPasswordOffTheCallersThread) {
   EXPECT_EQ(settled(auth, basic("alice:wrong")), AuthVerdict::kRefused);
   EXPECT_EQ(auth.check(basic("alice:wrong")), AuthVerdict::kRefused);  // remembered too
   EXPECT_EQ(settled_count(checked, 2), 2);
-  // Refused without bcrypt: unknown user, no colon, not base64, another scheme.
-  for (const std::string& header : {basic("bob:s3cret"), basic("alice"), std::string("Basic ***"),
+  // Refused without bcrypt: no colon, not base64, another scheme.
+  for (const std::string& header : {basic("alice"), std::string("Basic ***"),
                                     std::string("Bearer YWxpY2U6czNjcmV0"), std::string()}) {
     EXPECT_EQ(auth.check(header), AuthVerdict::kRefused) << header;
   }
   EXPECT_EQ(checked.load(), 2);
+  // An unknown user is refused after a bcrypt like anyone's, even with alice's password.
+  EXPECT_EQ(auth.check(basic("bob:s3cret")), AuthVerdict::kPending);
+  EXPECT_EQ(settled(auth, basic("bob:s3cret")), AuthVerdict::kRefused);
+  EXPECT_EQ(settled_count(checked, 3), 3);
+}
+
+// Seconds from the first check to the verdict, for a credential not seen before.
+double seconds_to_verdict(BasicAuth& auth, const std::string& header) {
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(settled(auth, header), AuthVerdict::kRefused);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(BasicAuth, AnUnknownUserTakesAsLongAsAWrongPassword) {
+  BasicAuth auth({{"alice", bcrypt("s3cret", 8)}});  // ~15 ms a check
+  std::vector<double> known, unknown;
+  for (int i = 0; i < 5; i++) {
+    known.push_back(seconds_to_verdict(auth, basic("alice:wrong" + std::to_string(i))));
+    unknown.push_back(seconds_to_verdict(auth, basic("mallory:guess" + std::to_string(i))));
+  }
+  std::sort(known.begin(), known.end());
+  std::sort(unknown.begin(), unknown.end());
+  double known_median = known[2], unknown_median = unknown[2];
+  std::printf("median to a refusal: known user %.4f s, unknown user %.4f s\n", known_median,
+              unknown_median);
+  EXPECT_GT(known_median, 0.002);
+  EXPECT_GT(unknown_median, known_median * 0.5) << known_median << " vs " << unknown_median;
+  EXPECT_LT(unknown_median, known_median * 2.0) << known_median << " vs " << unknown_median;
+}
+
+TEST(BasicAuth, APasswordGuesserAtFullSpeedDoesNotLockOutANewScraper) {
+  BasicAuth auth({{"alice", bcrypt("s3cret", 6)}});
+  std::atomic<bool> stop = false;
+  std::atomic<int> guesses = 0, busy = 0;
+  std::thread guesser([&] {
+    for (int i = 0; !stop; i++) {
+      if (auth.check(basic("alice:guess" + std::to_string(i)), "10.0.0.1") == AuthVerdict::kBusy) {
+        busy++;
+      }
+      guesses++;
+    }
+  });
+  while (busy.load() < 100) std::this_thread::yield();  // its queue is full
+  auto start = std::chrono::steady_clock::now();
+  AuthVerdict verdict = settled(auth, basic("alice:s3cret"), "10.0.0.2");
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stop = true;
+  guesser.join();
+  std::printf("the scraper got in after %.4f s, while %d guesses were made\n", seconds,
+              guesses.load());
+  EXPECT_EQ(verdict, AuthVerdict::kAllowed) << "after " << seconds << " s";
+  EXPECT_LT(seconds, 1.0);
+  EXPECT_GT(guesses.load(), 1000);
 }
 
 TEST(BasicAuth, ManyGuessesAtOnceAreTurnedAwayNotQueued) {
@@ -80,7 +136,7 @@ TEST(BasicAuth, ManyGuessesAtOnceAreTurnedAwayNotQueued) {
   for (int i = 0; i < 40; i++) {
     if (auth.check(basic("alice:guess" + std::to_string(i))) == AuthVerdict::kBusy) busy++;
   }
-  EXPECT_GE(busy, 30);  // at most 8 wait for the worker
+  EXPECT_GE(busy, 30);  // at most 2 of one client wait for the worker
 }
 
 TEST(BasicAuth, NoUsersAllowsEveryone) {

@@ -5,6 +5,8 @@
 
 #include <sstream>
 
+#include "output/sink_fanout.h"
+
 namespace funclatency {
 namespace {
 
@@ -287,6 +289,23 @@ TEST(Exposition, FunctionsWithTheSameLabelsAreOneSeries) {
   EXPECT_EQ(snapshot.functions[0].sum_ns, 6000u);
   std::string text = render_exposition(snapshot, ExpositionFormat::kPrometheusText, "ebpf");
   EXPECT_EQ(lines_starting_with(text, "ebpf_function_latency_ms_count{").size(), 2u);
+}
+
+// Names are made valid before any sink sees them (output/sink_fanout.h), so
+// two raw names that are exposed alike are one series, not a duplicate.
+TEST(Exposition, NamesThatReadAlikeOnceValidAreOneSeries) {
+  Report report;
+  report.functions.push_back(function_with("odd_op\xFF", {1000, 2000}));
+  report.functions.push_back(function_with("odd_op\xFE", {3000}));
+  report.functions[1].binary = report.functions[0].binary = "/tmp/odd\xFF/app";
+  ASSERT_TRUE(make_names_valid(report));
+  std::string text =
+      render_exposition(snapshot_of(report), ExpositionFormat::kPrometheusText, "ebpf");
+  auto counts = lines_starting_with(text, "ebpf_function_latency_ms_count{");
+  ASSERT_EQ(counts.size(), 1u) << text;
+  EXPECT_EQ(counts[0],
+            "ebpf_function_latency_ms_count{symbol=\"odd_op\xEF\xBF\xBD\","
+            "binary=\"/tmp/odd\xEF\xBF\xBD/app\"} 3");
 }
 
 TEST(Exposition, EmptyReportStillDescribesTheMetrics) {

@@ -35,13 +35,45 @@ TEST(HttpRequestHead, WaitsForTheBlankLineWithinTheLimit) {
   EXPECT_EQ(ends_too_late.http_status, 431);
 }
 
-TEST(HttpRequestHead, BareLineFeedsAndLeadingBlankLines) {
-  ParsedHead parsed = parse_request_head("\r\nGET / HTTP/1.0\nConnection: keep-alive\n\n", 100);
+TEST(HttpRequestHead, LeadingBlankLinesAndKeepAlive) {
+  ParsedHead parsed =
+      parse_request_head("\r\n\r\nGET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 100);
   ASSERT_EQ(parsed.status, HeadStatus::kComplete);
   EXPECT_TRUE(parsed.request.keep_alive());
-  EXPECT_FALSE(parse_request_head("GET / HTTP/1.0\n\n", 100).request.keep_alive());
-  EXPECT_FALSE(
-      parse_request_head("GET / HTTP/1.1\nConnection: Close\n\n", 100).request.keep_alive());
+  EXPECT_FALSE(parse_request_head("GET / HTTP/1.0\r\n\r\n", 100).request.keep_alive());
+  EXPECT_FALSE(parse_request_head("GET / HTTP/1.1\r\nHost: a\r\nConnection: Close\r\n\r\n", 100)
+                   .request.keep_alive());
+}
+
+// What a proxy in front may frame differently from this parser (request
+// smuggling) is refused with 400, as soon as it is seen.
+TEST(HttpRequestHead, RefusesWhatTwoParsersCouldFrameDifferently) {
+  auto refusal = [](std::string text) {
+    ParsedHead parsed = parse_request_head(text, 1000);
+    return parsed.status == HeadStatus::kRejected ? parsed.http_status : 0;
+  };
+  const std::string get = "GET / HTTP/1.1\r\nHost: a\r\n";
+  EXPECT_EQ(refusal(get + "Transfer-Encoding: chunked\r\n\r\n"), 400);
+  EXPECT_EQ(refusal(get + "Transfer-Encoding:\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
+  EXPECT_EQ(refusal(get + "Transfer-Encoding: \r\n\r\n"), 400);
+  EXPECT_EQ(refusal(get + "transfer-encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            400);
+  EXPECT_EQ(refusal(get + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"), 400);
+  EXPECT_EQ(refusal(get + "X-A: a\r\n b\r\n\r\n"), 400);                            // obs-fold
+  EXPECT_EQ(refusal(get + "X-A: a\r\n\tTransfer-Encoding: chunked\r\n\r\n"), 400);  // obs-fold
+  EXPECT_EQ(refusal("GET / HTTP/1.1\nHost: a\n\n"), 400);                           // bare LF
+  EXPECT_EQ(refusal(get + "X-A: a\n\r\n"), 400);                         // a head ending \n\r\n
+  EXPECT_EQ(refusal("GET / HTTP/1.1\r\nHost: a\rX-A: b\r\n\r\n"), 400);  // bare CR
+  EXPECT_EQ(refusal("\nGET / HTTP/1.1\r\nHost: a\r\n\r\n"), 400);
+  EXPECT_EQ(refusal("GET / HTTP/1.1\r\n\r\n"), 400);  // no Host
+  EXPECT_EQ(refusal(get + "Host: b\r\n\r\n"), 400);   // two
+  // Refused before the head is whole: no waiting for a deadline.
+  EXPECT_EQ(refusal("GET / HTTP/1.1\nHost"), 400);
+  EXPECT_EQ(refusal("GET / HTTP/1.1\rHost"), 400);
+  // Still fine: HTTP/1.0 without Host, a CR that is the last byte so far.
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.0\r\n\r\n", 1000).status, HeadStatus::kComplete);
+  EXPECT_EQ(parse_request_head(get + "\r", 1000).status, HeadStatus::kIncomplete);
+  EXPECT_EQ(parse_request_head(get + "\r\n", 1000).status, HeadStatus::kComplete);
 }
 
 TEST(HttpRequestHead, RefusesWhatItDoesNotServe) {
@@ -54,7 +86,7 @@ TEST(HttpRequestHead, RefusesWhatItDoesNotServe) {
   EXPECT_EQ(status_of("GET / HTTP/1.1\r\nno colon\r\n\r\n"), 400);
   EXPECT_EQ(status_of("GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"), 400);
   EXPECT_EQ(status_of("GET / HTTP/1.1\r\nX: a\x01z\r\n\r\n"), 400);
-  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 501);
+  EXPECT_EQ(status_of("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"), 400);
   EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"), 400);
   EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"), 400);
 }

@@ -110,7 +110,9 @@ TEST(HttpServer, AnswersWithItsHeaders) {
 TEST(HttpServer, KeepsAliveAndAnswersPipelinedRequestsInOrder) {
   TestServer test(short_limits());
   Client client(test.port());
-  client.send_text("GET /a HTTP/1.1\r\n\r\nHEAD /b HTTP/1.1\r\n\r\nGET /c HTTP/1.1\r\n\r\n");
+  client.send_text(
+      "GET /a HTTP/1.1\r\nHost: x\r\n\r\nHEAD /b HTTP/1.1\r\nHost: x\r\n\r\n"
+      "GET /c HTTP/1.1\r\nHost: x\r\n\r\n");
   std::string answers = client.receive(500ms);
   EXPECT_LT(answers.find("hello /a"), answers.find("hello /c"));
   EXPECT_EQ(answers.find("hello /b"), std::string::npos);  // HEAD: no body
@@ -121,12 +123,12 @@ TEST(HttpServer, RefusesOtherMethodsAndOversizedRequests) {
   TestServer test(short_limits());
   {
     Client client(test.port());
-    client.send_text("POST /m HTTP/1.1\r\nContent-Length: 2\r\n\r\nab");
+    client.send_text("POST /m HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nab");
     EXPECT_EQ(client.receive(500ms).rfind("HTTP/1.1 405 ", 0), 0u);
   }
   {
     Client client(test.port());
-    client.send_text("POST /m HTTP/1.1\r\nContent-Length: 17\r\n\r\n");
+    client.send_text("POST /m HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\n");
     EXPECT_EQ(client.receive(500ms).rfind("HTTP/1.1 413 ", 0), 0u);
   }
   {
@@ -142,7 +144,7 @@ TEST(HttpServer, SilentAndIdleConnectionsAreClosedAtTheirDeadline) {
   TestServer test(short_limits());
   Client silent(test.port());
   Client idle(test.port());
-  idle.send_text("GET /m HTTP/1.1\r\n\r\n");
+  idle.send_text("GET /m HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_NE(idle.receive(100ms).find("hello"), std::string::npos);
   auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(silent.closed_within(2000ms));
@@ -172,7 +174,7 @@ TEST(HttpServer, ASlowHeaderIsCutAtTheRequestDeadlineNotPerByte) {
 TEST(HttpServer, WhenFullTheIdleGoFirstThenTheOldestSilentOne) {
   TestServer test(short_limits());  // 4 connections at most
   Client idle(test.port());
-  idle.send_text("GET /m HTTP/1.1\r\n\r\n");
+  idle.send_text("GET /m HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_NE(idle.receive(100ms).find("hello"), std::string::npos);
   Client half1(test.port()), half2(test.port());
   half1.send_text("GET /m HTTP/1.1\r\n");

@@ -25,7 +25,7 @@ constexpr std::string_view kPrometheusAccept =
     "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
 
 std::unique_ptr<PrometheusSink> start_on_any_port(std::string prefix = "ebpf") {
-  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, std::move(prefix));
+  auto sink = PrometheusSink::serve(ListenAddress{"127.0.0.1", 0}, std::move(prefix));
   EXPECT_TRUE(sink) << (sink ? "" : sink.error().message());
   return sink ? std::move(*sink) : nullptr;
 }
@@ -182,7 +182,7 @@ TEST(PrometheusSink, ClosesPromptlyWithAKeptAliveConnection) {
 
 TEST(PrometheusSink, PortInUseIsBadInput) {
   HeldPort held;
-  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", held.port}, "ebpf");
+  auto sink = PrometheusSink::serve(ListenAddress{"127.0.0.1", held.port}, "ebpf");
   ASSERT_FALSE(sink);
   EXPECT_EQ(sink.error().kind, ErrorKind::kBadInput);
   EXPECT_EQ(sink.error().exit_code(), 2);
@@ -196,7 +196,7 @@ TEST(PrometheusSink, SecondSinkOnTheSamePortIsRefused) {
   // httplib's default SO_REUSEPORT would let both listen and split scrapes.
   auto first = start_on_any_port();
   ASSERT_TRUE(first);
-  auto second = PrometheusSink::start(ListenAddress{"127.0.0.1", first->port()}, "ebpf");
+  auto second = PrometheusSink::serve(ListenAddress{"127.0.0.1", first->port()}, "ebpf");
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().errno_value, EADDRINUSE);
 }
@@ -205,7 +205,7 @@ TEST(PrometheusSink, AddressesThatCannotBeBoundAreBadInput) {
   // 192.0.2.1 is TEST-NET-1: not assigned to this host.
   for (const ListenAddress& address :
        {ListenAddress{"192.0.2.1", 0}, ListenAddress{"no-such-host.invalid", 9464}}) {
-    auto sink = PrometheusSink::start(address, "ebpf");
+    auto sink = PrometheusSink::serve(address, "ebpf");
     ASSERT_FALSE(sink) << address.to_string();
     EXPECT_EQ(sink.error().exit_code(), 2) << address.to_string();
     EXPECT_NE(sink.error().message().find("--prometheus"), std::string::npos);
@@ -213,7 +213,7 @@ TEST(PrometheusSink, AddressesThatCannotBeBoundAreBadInput) {
 }
 
 TEST(PrometheusSink, BadPrefixIsBadInput) {
-  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "my-app");
+  auto sink = PrometheusSink::serve(ListenAddress{"127.0.0.1", 0}, "my-app");
   ASSERT_FALSE(sink);
   EXPECT_EQ(sink.error().exit_code(), 2);
 }
@@ -225,7 +225,7 @@ TEST(PrometheusSink, PasswordGuessesDoNotHoldUpAScrape) {
   crypt_data data{};
   WebConfig web;
   web.basic_auth_users.emplace("alice", crypt_r("s3cret", salt, &data));
-  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "ebpf", web);
+  auto sink = PrometheusSink::serve(ListenAddress{"127.0.0.1", 0}, "ebpf", web);
   ASSERT_TRUE(sink) << sink.error().message();
   uint16_t port = (*sink)->port();
   httplib::Client scraper("127.0.0.1", port);

@@ -92,7 +92,7 @@ Report varied_report() {
 TEST(Promtool, AcceptsTheServedExposition) {
   if (!have_promtool())
     GTEST_FAIL() << "promtool not found: run scripts/setup (package prometheus)";
-  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "ebpf");
+  auto sink = PrometheusSink::serve(ListenAddress{"127.0.0.1", 0}, "ebpf");
   ASSERT_TRUE(sink) << sink.error().message();
   (*sink)->write(varied_report());
   httplib::Client client("127.0.0.1", (*sink)->port());
@@ -134,7 +134,7 @@ TEST(Promtool, AcceptsSeriesLabels) {
       .pid = 77, .comm = "we\"ird\\\n\xE5", .cgroup = "/user.slice/user-0.slice"};
   report.functions[2].series.other = true;
   report.functions[2].total_lost = {.unreturned = 1};
-  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "ebpf");
+  auto sink = PrometheusSink::serve(ListenAddress{"127.0.0.1", 0}, "ebpf");
   ASSERT_TRUE(sink) << sink.error().message();
   (*sink)->write(report);
   httplib::Client client("127.0.0.1", (*sink)->port());
@@ -152,7 +152,7 @@ TEST(Promtool, AcceptsSeriesLabels) {
 TEST(Promtool, AcceptsTheAgentsExposition) {
   if (!have_promtool())
     GTEST_FAIL() << "promtool not found: run scripts/setup (package prometheus)";
-  auto sink = PrometheusSink::start(ListenAddress{"127.0.0.1", 0}, "ebpf");
+  auto sink = PrometheusSink::serve(ListenAddress{"127.0.0.1", 0}, "ebpf");
   ASSERT_TRUE(sink) << sink.error().message();
   (*sink)->write(testing::agent_report());
   httplib::Client client("127.0.0.1", (*sink)->port());
