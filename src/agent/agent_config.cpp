@@ -63,8 +63,18 @@ std::vector<std::pair<std::string, std::string>> labels(const YAML::Node& node) 
   return result;
 }
 
+std::vector<std::string> by_keys(const YAML::Node& node) {
+  auto keys = yaml::strings(node, "by");
+  for (const auto& key : keys) {
+    if (key != "pid" && key != "comm" && key != "cgroup") {
+      fail(node, "by: \"" + key + "\" is not pid, comm or cgroup");
+    }
+  }
+  return keys;
+}
+
 FollowTarget target(const YAML::Node& node) {
-  check_fields(node, "a target", {"name", "program", "functions", "regex", "mode", "labels"});
+  check_fields(node, "a target", {"name", "program", "functions", "regex", "mode", "labels", "by"});
   FollowTarget t;
   t.name = scalar(node["name"], "name");
   if (t.name.empty()) fail(node, "a target needs a name");
@@ -81,6 +91,7 @@ FollowTarget target(const YAML::Node& node) {
   if (t.functions.empty()) fail(node["functions"], "target " + t.name + " names no function");
   if (!absent(node["regex"])) t.regex = yaml::boolean(node["regex"], "regex");
   t.mode = mode(node["mode"]);
+  if (!absent(node["by"])) t.by = by_keys(node["by"]);
   t.labels = labels(node["labels"]);
   for (const auto& [name, value] : t.labels) {
     if (name == "target") fail(node["labels"], "the label \"target\" is the target's name");
@@ -90,12 +101,7 @@ FollowTarget target(const YAML::Node& node) {
 
 AgentSettings settings(const YAML::Node& root) {
   AgentSettings s;
-  s.by = yaml::strings(root["by"], "by");
-  for (const auto& key : s.by) {
-    if (key != "pid" && key != "comm" && key != "cgroup") {
-      fail(root["by"], "by: \"" + key + "\" is not pid, comm or cgroup");
-    }
-  }
+  s.by = by_keys(root["by"]);
   if (!absent(root["slowest"])) {
     try {
       s.slowest = root["slowest"].as<size_t>();
@@ -143,6 +149,14 @@ AgentConfig decode(const YAML::Node& root) {
     }
   }
   config.settings = settings(root);
+  // A target without a `by` of its own has the file's (cgroup by default:
+  // a followed program runs in many containers).
+  for (auto& target : config.targets) {
+    if (!target.by) {
+      target.by =
+          config.settings.by.empty() ? std::vector<std::string>{"cgroup"} : config.settings.by;
+    }
+  }
   return config;
 }
 

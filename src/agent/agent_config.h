@@ -16,6 +16,10 @@
 #include "collect/trace_session.h"
 #include "common/error.h"
 
+extern "C" {
+#include "bpf/funclatency.h"
+}
+
 namespace funclatency {
 
 // A program followed wherever it runs: every process on the host whose
@@ -26,7 +30,11 @@ struct FollowTarget {
   std::string program;  // an absolute path inside the container, or an executable's file name
   std::vector<std::string> functions;  // names or glob patterns (regular expressions with regex)
   bool regex = false;
-  std::optional<ModeChoice> mode;                           // unset: the run's
+  std::optional<ModeChoice> mode;  // unset: the run's
+  // The target's own series: pid | comm | cgroup (empty: none). From a
+  // --config file always set (the file's `by` when the target says none);
+  // unset from --follow: the run's --by.
+  std::optional<std::vector<std::string>> by;
   std::vector<std::pair<std::string, std::string>> labels;  // extra labels, in file order
   bool operator==(const FollowTarget&) const = default;
 };
@@ -58,6 +66,15 @@ struct AgentConfig {
   std::vector<FollowTarget> targets;
   AgentSettings settings;
 };
+
+// FL_BY_* bits of `by` keys (pid, comm, cgroup; checked already).
+inline uint32_t series_by_bits(const std::vector<std::string>& keys) {
+  uint32_t bits = 0;
+  for (const auto& key : keys) {
+    bits |= key == "pid" ? FL_BY_PID : key == "comm" ? FL_BY_COMM : FL_BY_CGROUP;
+  }
+  return bits;
+}
 
 // The file's text, checked: every field known and typed, at least one
 // target, names unique, each target with a program and functions. Errors are

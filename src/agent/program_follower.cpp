@@ -173,10 +173,17 @@ void ProgramFollower::attach_file(Followed& followed, const std::string& path, i
   if (followed.target.name.empty()) labels.clear();
   labels.insert(labels.end(), followed.target.labels.begin(), followed.target.labels.end());
   std::string binary;
+  // A target's own --by: the probes split its calls by that only.
+  std::optional<uint32_t> by;
+  uint32_t flags = 0;
+  if (followed.target.by) {
+    by = series_by_bits(*followed.target.by);
+    flags = FL_FN_OWN_BY | (*by << FL_FN_BY_SHIFT);
+  }
   for (const auto& function : followed.target.functions) {
     const TargetSpec spec{"", function, followed.target.regex};
     auto result = attacher_.attach(path, spec, object_, pid, std::nullopt, keep,
-                                   fl_mode_of(followed.target.mode));
+                                   fl_mode_of(followed.target.mode), flags);
     if (!result) {
       const AttachFailure reason = result.error().reason;
       count_failure(reason == AttachFailure::kNoRoom       ? FollowFailure::kNoRoom
@@ -189,6 +196,7 @@ void ProgramFollower::attach_file(Followed& followed, const std::string& path, i
     for (const auto& line : result->notes) note_(line);
     for (const auto& site : result->links.sites()) {
       ReportGroup group{site.symbol, site.binary, 0, std::nullopt, std::nullopt, labels};
+      group.series_by = by;
       if (auto cost = result->cost_ns.find(site.fn_id); cost != result->cost_ns.end()) {
         group.probe_cost_ns = cost->second;
       }

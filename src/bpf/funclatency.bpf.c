@@ -324,16 +324,16 @@ static __always_inline void update_max(__u64* slot, __u64 value) {
 /* What a series' totals start as. */
 const struct fl_fn_stats empty_stats = {};
 
-static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part);
+static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part, __u32 by);
 
 /* Adds a call (or one part of it) to the function's kernel slot: fn_stats
  * entry `slot`, or with --cpu-split slot + part * split_stride. With --by,
  * the caller's series gets it instead, or the slot (series `other`) when
  * there is no room for the series. */
 static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part,
-                                             __u64 duration_ns) {
+                                             __u64 duration_ns, __u32 by) {
   struct fl_fn_stats* stats = NULL;
-  if (series_by) stats = series_totals(fn_id, part);
+  if (by) stats = series_totals(fn_id, part, by);
   if (!stats) {
     __u32 key = slot + part * split_stride;
     stats = bpf_map_lookup_elem(&fn_stats, &key);
@@ -375,7 +375,7 @@ struct call_split {
 
 /* The record with the split (when known) and the caller's identity. */
 static __always_inline void record_ext_event(__u32 fn_id, __u64 duration_ns,
-                                             const struct call_split* split) {
+                                             const struct call_split* split, __u32 by) {
   struct fl_event_ext* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count_lost(fn_id, LOST_RINGBUF);
@@ -387,8 +387,8 @@ static __always_inline void record_ext_event(__u32 fn_id, __u64 duration_ns,
   event->flags = split ? FL_EVENT_SPLIT : 0;
   event->runnable_ns = split ? split->runnable_ns : 0;
   event->blocked_ns = split ? split->blocked_ns : 0;
-  event->cgroup_id = (series_by & FL_BY_CGROUP) ? bpf_get_current_cgroup_id() : 0;
-  if (series_by & (FL_BY_COMM | FL_BY_PID))
+  event->cgroup_id = (by & FL_BY_CGROUP) ? bpf_get_current_cgroup_id() : 0;
+  if (by & (FL_BY_COMM | FL_BY_PID))
     bpf_get_current_comm(event->comm, sizeof(event->comm));
   else
     __builtin_memset(event->comm, 0, sizeof(event->comm));
@@ -398,14 +398,14 @@ static __always_inline void record_ext_event(__u32 fn_id, __u64 duration_ns,
 
 /* --by in kernel mode: the totals of the caller's series for `part`, or NULL
  * when the map has no room (the call then goes to `other`: fn_stats). */
-static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part) {
+static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part, __u32 by) {
   struct fl_series_key key = {};
   key.fn_id = fn_id;
   key.part = part;
-  if (series_by & FL_BY_PID) key.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-  if (series_by & FL_BY_CGROUP) key.cgroup_id = bpf_get_current_cgroup_id();
+  if (by & FL_BY_PID) key.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+  if (by & FL_BY_CGROUP) key.cgroup_id = bpf_get_current_cgroup_id();
   /* A process series carries its command too (an exec makes a new one). */
-  if (series_by & (FL_BY_COMM | FL_BY_PID)) bpf_get_current_comm(key.comm, sizeof(key.comm));
+  if (by & (FL_BY_COMM | FL_BY_PID)) bpf_get_current_comm(key.comm, sizeof(key.comm));
   struct fl_fn_stats* stats = bpf_map_lookup_elem(&series_stats, &key);
   if (stats) return stats;
   bpf_map_update_elem(&series_stats, &key, &empty_stats, BPF_NOEXIST);
@@ -421,11 +421,12 @@ static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part
 /* The split's parts in the kernel: on-CPU is what the call was not switched
  * out (the probes' own cost, taken off the wall time, is on-CPU time too). */
 static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
-                                                   const struct call_split* split) {
+                                                   const struct call_split* split, __u32 by) {
   __u64 off_cpu = split->runnable_ns + split->blocked_ns;
-  record_in_kernel(fn_id, slot, FL_PART_ONCPU, duration_ns > off_cpu ? duration_ns - off_cpu : 0);
-  record_in_kernel(fn_id, slot, FL_PART_RUNNABLE, split->runnable_ns);
-  record_in_kernel(fn_id, slot, FL_PART_BLOCKED, split->blocked_ns);
+  record_in_kernel(fn_id, slot, FL_PART_ONCPU, duration_ns > off_cpu ? duration_ns - off_cpu : 0,
+                   by);
+  record_in_kernel(fn_id, slot, FL_PART_RUNNABLE, split->runnable_ns, by);
+  record_in_kernel(fn_id, slot, FL_PART_BLOCKED, split->blocked_ns, by);
 }
 
 /* Pops the frame of the call that entered at `entry_sp` into `duration_ns`.
@@ -546,13 +547,16 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
   if (slow_calls_on && config && duration_ns >= config->slow_ns &&
       over_slow_floor(fn_id, duration_ns))
     record_slow_call(ctx, fn_id, duration_ns, split, exit_flags);
+  /* --config: a target's own --by, within the run's. */
+  __u32 by = series_by;
+  if (config && (config->flags & FL_FN_OWN_BY)) by &= config->flags >> FL_FN_BY_SHIFT;
   /* Kernel mode needs a slot; a function without one stays in events mode. */
   bool in_kernel = config && config->mode == FL_MODE_KERNEL && config->slot != FL_NO_SLOT;
   if (in_kernel) {
-    record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns);
-    if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split);
+    record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns, by);
+    if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split, by);
   } else if (split || split_stride || series_by) {
-    record_ext_event(fn_id, duration_ns, split);
+    record_ext_event(fn_id, duration_ns, split, by);
   } else {
     record_as_event(fn_id, duration_ns);
   }

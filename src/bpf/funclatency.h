@@ -188,6 +188,11 @@ struct fl_go_stack {
  * starts again, so that firing is not yet the call. Each call is thus
  * recorded once, when its stack check passes. */
 #define FL_FN_GO_STACK_CHECK 2u
+/* --config: the function's target has a --by of its own, FL_BY_* bits
+ * at FL_FN_BY_SHIFT, within the run's series_by (the union of every
+ * target's): its calls are split by those only. */
+#define FL_FN_OWN_BY 4u
+#define FL_FN_BY_SHIFT 8
 /* x86 EFLAGS bits the stack check's `jbe` tests. */
 #define FL_EFLAGS_CF (1u << 0)
 #define FL_EFLAGS_ZF (1u << 6)

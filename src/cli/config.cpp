@@ -87,10 +87,11 @@ void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
                "(alone: funclatency --calibrate)");
   app.add_flag("--subtract-overhead", v.subtract_overhead,
                "Calibrate first, then take the probes' own cost off every duration");
-  auto* target = app.add_option("TARGET", v.targets,
-                 "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
-                 "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.\n"
-                 "With --follow: PROGRAM:FUNCTION, PROGRAM as containers see it");
+  auto* target =
+      app.add_option("TARGET", v.targets,
+                     "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
+                     "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.\n"
+                     "With --follow: PROGRAM:FUNCTION, PROGRAM as containers see it");
   target->required(targets_required);
   app.add_flag("--follow", v.follow,
                "Follow each TARGET's program into every container: PROGRAM is a path as the\n"
@@ -158,9 +159,7 @@ Result<Config> finish_config(const CommandLine& v) {
   config.calibrate = v.calibrate;
   config.subtract_overhead = v.subtract_overhead;
   config.cpu_split = v.cpu_split;
-  for (const auto& key : v.by) {
-    config.series_by |= key == "pid" ? FL_BY_PID : key == "comm" ? FL_BY_COMM : FL_BY_CGROUP;
-  }
+  config.series_by = series_by_bits(v.by);
   config.max_series = v.max_series;
   config.kernel_slots = v.kernel_slots;
   config.cgroups = v.cgroups;

@@ -455,6 +455,12 @@ std::function<std::vector<uint32_t>()> reload_config(const Config& config, Follo
     if (following.settings && loaded->settings != *following.settings) {
       return refuse("by, slowest, interval and exporters take a restart to change");
     }
+    for (const auto& target : loaded->targets) {
+      if ((series_by_bits(*target.by) & ~config.series_by) != 0) {
+        return refuse("target " + target.name +
+                      "'s by needs series the run did not start with; restart to add them");
+      }
+    }
     RaisedCapabilities raised;
     following.started = true;
     following.targets = loaded->targets;
@@ -619,7 +625,11 @@ int main(int argc, char** argv) {
   }
   auto config = finish_config(values);
   if (!config) return exit_code(std::unexpected(config.error()));
-  if (agent) config->follow_targets = agent->targets;
+  if (agent) {
+    config->follow_targets = agent->targets;
+    // The probes key series by every target's --by; each keeps its own.
+    for (const auto& target : agent->targets) config->series_by |= series_by_bits(*target.by);
+  }
   if (config->check_config) {
     std::fputs(follow_banner(*config).c_str(), stdout);
     return 0;

@@ -113,14 +113,20 @@ void Aggregator::on_call(const CallRecord& call) {
   add_call(*report_of(call.fn_id, call.series), call.duration_ns, call.split);
 }
 
+uint32_t Aggregator::by_of_group(size_t group) const {
+  if (group < group_by_.size() && group_by_[group]) return *group_by_[group] & series_.by;
+  return series_.by;
+}
+
 FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
   const uint32_t group = group_of_function_[fn_id];
-  if (!series_.by) return &reports_[group];
+  const uint32_t by = by_of_group(group);
+  if (!by) return &reports_[group];
   // Only what --by asks for tells series apart (as the kernel's keys do).
   SeriesKey key = caller;
-  if (!(series_.by & FL_BY_PID)) key.tgid = 0;
-  if (!(series_.by & (FL_BY_COMM | FL_BY_PID))) key.comm.clear();
-  if (!(series_.by & FL_BY_CGROUP)) key.cgroup_id = 0;
+  if (!(by & FL_BY_PID)) key.tgid = 0;
+  if (!(by & (FL_BY_COMM | FL_BY_PID))) key.comm.clear();
+  if (!(by & FL_BY_CGROUP)) key.cgroup_id = 0;
   if (auto known = series_index_.find({group, key}); known != series_index_.end()) {
     return &reports_[known->second];
   }
@@ -137,8 +143,14 @@ FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
   report.total_slowest.clear();
   if (report.interval_split) report.interval_split = report.total_split = empty_split(unit_ns_);
   report.series = series_.label ? series_.label(key) : SeriesLabels{};
-  if (series_.by & FL_BY_PID) report.series.pid = static_cast<int>(key.tgid);
-  if (series_.by & (FL_BY_COMM | FL_BY_PID)) report.series.comm = key.comm;
+  if (!(by & FL_BY_CGROUP)) {  // a group of its own --by, without cgroups
+    report.series.cgroup.reset();
+    report.series.container_id.reset();
+    report.series.pod_uid.reset();
+    report.series.runtime.reset();
+  }
+  if (by & FL_BY_PID) report.series.pid = static_cast<int>(key.tgid);
+  if (by & (FL_BY_COMM | FL_BY_PID)) report.series.comm = key.comm;
   report.series.other = false;
   series_index_.emplace(std::pair{group, key}, reports_.size());
   series_group_.resize(reports_.size());
@@ -224,6 +236,10 @@ void Aggregator::add_function(uint32_t fn_id, ReportGroup group, bool merge) {
   if (merge && !reports_.empty()) {
     group_of_function_[fn_id] = 0;
     return;
+  }
+  if (group.series_by) {
+    group_by_.resize(reports_.size() + 1);
+    group_by_[reports_.size()] = group.series_by;
   }
   reports_.push_back(new_report(std::move(group)));
   group_of_function_[fn_id] = static_cast<uint32_t>(reports_.size() - 1);
@@ -313,7 +329,9 @@ std::vector<FunctionReport> Aggregator::visible(
       if (calls == 0 && report.total_lost.total() + report.interval_lost.total() == 0) continue;
     }
     shown.push_back(report);
-    if (!series) shown.back().series.other = true;
+    // A group's own report holds what no series took: `other`, unless the
+    // group has no series at all (a target without --by of its own).
+    if (!series && by_of_group(index) != 0) shown.back().series.other = true;
   }
   return shown;
 }

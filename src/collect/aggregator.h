@@ -28,6 +28,9 @@ struct ReportGroup {
   // --config: the target's name ("target") and its extra labels.
   std::vector<std::pair<std::string, std::string>> labels;
   uint64_t probe_cost_ns = 0;  // --follow/--config: calibrated probe cost of a call
+  // --config: the target's own --by (FL_BY_* bits, within the run's); unset:
+  // the run's.
+  std::optional<uint32_t> series_by;
 };
 
 // Cumulative in-kernel totals of one function, summed over CPUs.
@@ -135,6 +138,8 @@ class Aggregator {
   FunctionReport new_report(ReportGroup group) const;
   // The report a call of fn_id by `key` goes to (its series, or `other`).
   FunctionReport* report_of(uint32_t fn_id, const SeriesKey& key);
+  // The --by a group's calls are split by: its own within the run's.
+  uint32_t by_of_group(size_t group) const;
   void add_call(FunctionReport& report, uint64_t duration_ns, const CallSplit* split);
   enum class RetireState { kLive, kThisReport, kGone };
   // Marks series of processes that exited: reported once more (kThisReport),
@@ -159,7 +164,9 @@ class Aggregator {
   std::vector<uint32_t> group_of_function_;
   std::vector<uint64_t> fn_interval_calls_;
   std::vector<AggregationMode> fn_mode_;
-  std::vector<uint64_t> fn_cost_ns_;  // ReportGroup::probe_cost_ns of each function
+  std::vector<uint64_t> fn_cost_ns_;
+  std::vector<std::optional<uint32_t>> group_by_;  // by group index: ReportGroup::series_by  //
+                                                   // ReportGroup::probe_cost_ns of each function
   uint64_t probe_cpu_ns_ = 0;
   SeriesOptions series_;
   std::map<std::pair<uint32_t, SeriesKey>, size_t> series_index_;  // (group, key) -> reports_

@@ -62,12 +62,12 @@ class FunctionAttacher {
   // mount namespace, "/proc/PID/root/..."); the probes fire in process
   // `only` or, unset, in every process that runs the file. `keep` decides per
   // site (e.g. not one probed already); null keeps all. `mode` overrides the
-  // settings' initial mode.
+  // settings' initial mode; `extra_flags` (FL_FN_*) join the planner's.
   std::expected<AttachedFile, AttachError> attach(
       const std::string& path, const TargetSpec& spec, BpfObject& object,
       std::optional<int> seen_by, std::optional<int> only,
       const std::function<bool(const ProbeSite&)>& keep = {},
-      std::optional<uint32_t> mode = std::nullopt);
+      std::optional<uint32_t> mode = std::nullopt, uint32_t extra_flags = 0);
 
   uint32_t free_ids(const BpfObject& object) const { return object.num_functions() - next_fn_id_; }
 

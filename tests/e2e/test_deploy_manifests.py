@@ -133,8 +133,7 @@ def test_daemonset_runs_the_agent_from_the_configmap_with_tls_and_auth(node):
     assert volumes[mounts["/sys/fs/cgroup"]["name"]]["hostPath"]["path"] == "/sys/fs/cgroup"
     caps = container["securityContext"]["capabilities"]
     assert caps["drop"] == ["ALL"]
-    assert set(caps["add"]) == {"BPF", "PERFMON", "SYS_ADMIN", "SYS_PTRACE", "SYS_RESOURCE",
-                                "DAC_READ_SEARCH"}
+    assert set(caps["add"]) == {"BPF", "PERFMON", "SYS_ADMIN", "SYS_PTRACE", "DAC_READ_SEARCH"}
     for probe in ("readinessProbe", "livenessProbe"):
         assert container[probe]["tcpSocket"]["port"] == "metrics"  # no credentials needed
 

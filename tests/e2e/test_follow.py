@@ -128,10 +128,14 @@ def test_every_container_of_each_image_counted_under_its_own_id(
 
 
 def write_config(path: Path, targets, extra=""):
+    """An agent.yaml; `keep` has series of its own, by process (the others
+    take the file's default, by cgroup)."""
     text = "targets:\n"
     for name, program in targets:
         text += (f"  - name: {name}\n    program: {program}\n    functions: [slow_op]\n"
                  f"    labels: {{team: t-{name}}}\n")
+        if name == "keep":
+            text += "    by: [pid]\n"
     path.write_text(text + extra)
 
 
@@ -186,9 +190,20 @@ def test_reload_adds_removes_and_refuses_a_broken_file(procs, tool, target_app, 
     assert by_target == {"keep": 3 * CALLS, "gone": CALLS, "added": CALLS}, by_target
     assert all(r["labels"]["team"] == "t-" + r["labels"]["target"]
                for r in records if "labels" in r)
+    # Each target's own series: keep's by process (one per run), the others'
+    # by cgroup.
+    functions = [r for r in records if "labels" in r]
+    assert all("pid" in r and "cgroup" not in r
+               for r in functions if r["labels"]["target"] == "keep"), functions
+    assert all("cgroup" in r and "pid" not in r
+               for r in functions if r["labels"]["target"] != "keep"), functions
+    keep_pids = {r["pid"] for r in functions if r["labels"]["target"] == "keep"}
+    assert len(keep_pids) == 3, keep_pids
+    # The run's totals: a removed target is not among them; keep's process
+    # series ended with their processes (reported once more, then no more).
     totals = {r["labels"]["target"]: r for r in records if r["type"] == "total"}
-    assert totals["keep"]["count"] == 3 * CALLS, totals["keep"]
-    assert "gone" not in totals, totals.keys()
+    assert totals["added"]["count"] == CALLS, totals["added"]
+    assert "gone" not in totals and "keep" not in totals, totals.keys()
     statuses = agent_records(records)
     assert statuses[-1]["config_last_reload_successful"] is False, statuses[-1]
     assert statuses[-1]["config_reload_failures"] == 1, statuses[-1]

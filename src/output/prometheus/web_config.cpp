@@ -10,65 +10,19 @@
 #include <set>
 #include <sstream>
 
+#include "common/yaml_fields.h"
+
 namespace funclatency {
 
 namespace {
 
-// What a decoding step failed on; turned into one kBadInput line.
-struct Invalid {
-  std::string message;
-};
-
-// Missing (a zombie node for an absent key) or an explicit null: not set.
-bool absent(const YAML::Node& node) {
-  return !node.IsDefined() || node.IsNull();
-}
-
-std::string at_line(const YAML::Node& node) {
-  const YAML::Mark mark = node.Mark();
-  return mark.is_null() ? std::string() : " (line " + std::to_string(mark.line + 1) + ")";
-}
-
-[[noreturn]] void fail(const YAML::Node& node, std::string message) {
-  throw Invalid{std::move(message) + at_line(node)};
-}
-
-// A mapping whose keys must all be among `known`.
-void check_fields(const YAML::Node& node, std::string_view where,
-                  std::initializer_list<std::string_view> known) {
-  if (!node.IsMap()) fail(node, std::string(where) + " must be a mapping");
-  for (const auto& entry : node) {
-    const std::string key = entry.first.Scalar();
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      std::string list;
-      for (auto field : known) list += (list.empty() ? "" : ", ") + std::string(field);
-      fail(entry.first,
-           "unknown field \"" + key + "\" in " + std::string(where) + " (known: " + list + ")");
-    }
-  }
-}
-
-std::string scalar(const YAML::Node& node, std::string_view field) {
-  if (absent(node)) return {};
-  if (!node.IsScalar()) fail(node, std::string(field) + " must be a string");
-  return node.Scalar();
-}
-
-bool boolean(const YAML::Node& node, std::string_view field) {
-  bool value = false;
-  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-    fail(node, std::string(field) + " must be true or false");
-  }
-  return value;
-}
-
-std::vector<std::string> strings(const YAML::Node& node, std::string_view field) {
-  if (absent(node)) return {};
-  if (!node.IsSequence()) fail(node, std::string(field) + " must be a list of strings");
-  std::vector<std::string> values;
-  for (const auto& item : node) values.push_back(scalar(item, field));
-  return values;
-}
+using yaml::absent;
+using yaml::boolean;
+using yaml::check_fields;
+using yaml::fail;
+using yaml::Invalid;
+using yaml::scalar;
+using yaml::strings;
 
 std::string resolved(const std::string& path, const std::filesystem::path& directory) {
   if (path.empty() || std::filesystem::path(path).is_absolute()) return path;

@@ -44,6 +44,8 @@ TEST(AgentConfig, ReadsEveryField) {
   EXPECT_EQ(checkout.mode, ModeChoice::kKernel);
   EXPECT_EQ(checkout.labels, (std::vector<std::pair<std::string, std::string>>{{"service", "cart"},
                                                                                {"tier", "web"}}));
+  // Without a `by` of its own, a target has the file's.
+  EXPECT_EQ(checkout.by, (std::vector<std::string>{"cgroup", "pid"}));
   // A single function may be written without a list; a bare program name.
   EXPECT_EQ(config->targets[1].functions, std::vector<std::string>{"ngx_http_process_request"});
   EXPECT_EQ(config->targets[1].program, "nginx");
@@ -118,6 +120,22 @@ TEST(AgentConfig, AMissingFileIsBadInputWithErrno) {
   ASSERT_FALSE(config);
   EXPECT_EQ(config.error().kind, ErrorKind::kBadInput);
   EXPECT_EQ(config.error().errno_value, ENOENT);
+}
+
+TEST(AgentConfig, EachTargetMayHaveItsOwnSeries) {
+  auto config = parse_agent_config(
+      "targets:\n  - {name: a, program: /a, functions: [f], by: [pid, comm]}\n"
+      "  - {name: b, program: /b, functions: [f]}\n  - {name: c, program: /c, functions: [f], "
+      "by: []}\n",
+      "x");
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(series_by_bits(*config->targets[0].by), FL_BY_PID | FL_BY_COMM);
+  // No `by` anywhere: by cgroup, a followed program's containers apart.
+  EXPECT_EQ(series_by_bits(*config->targets[1].by), FL_BY_CGROUP);
+  // An empty list: one histogram for the target.
+  EXPECT_EQ(series_by_bits(*config->targets[2].by), 0u);
+  EXPECT_FALSE(parse_agent_config(
+      "targets:\n  - {name: a, program: /a, functions: [f], by: [host]}\n", "x"));
 }
 
 TEST(AgentConfig, SettingsCompareForReloads) {

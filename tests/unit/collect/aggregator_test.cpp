@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace funclatency {
 namespace {
 
@@ -211,6 +213,36 @@ TEST(Aggregator, ProbeCostGrowsWithEveryCall) {
   aggregator.remove_function(1);
   aggregator.on_event(0, 5);
   EXPECT_EQ(aggregator.peek_report(kStart).probe_cpu_ns, 3200u);
+}
+
+// --config: a target's own --by within the run's; one without series has
+// no `other`.
+TEST(Aggregator, AGroupSplitsByItsOwnSeries) {
+  Aggregator aggregator({}, {}, 1000, kStart);
+  SeriesOptions options{.by = FL_BY_PID | FL_BY_CGROUP};
+  options.label = [](const SeriesKey& key) {
+    return SeriesLabels{.cgroup = "/c" + std::to_string(key.cgroup_id)};
+  };
+  aggregator.set_series(options);
+  ReportGroup by_pid{"f", "/a", 0};
+  by_pid.series_by = FL_BY_PID;
+  ReportGroup plain{"g", "/b", 0};
+  plain.series_by = 0;
+  aggregator.join_function(0, by_pid);
+  aggregator.join_function(1, plain);
+  for (uint32_t tgid : {10u, 11u}) {
+    aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {tgid, 7, "x"}});
+    aggregator.on_call({.fn_id = 1, .duration_ns = 1000, .series = {tgid, 7, "x"}});
+  }
+  Report report = aggregator.take_report(Report::Kind::kInterval, kStart);
+  std::map<std::pair<std::string, int>, uint64_t> counts;
+  for (const auto& f : report.functions) {
+    EXPECT_FALSE(f.series.cgroup) << f.symbol;
+    EXPECT_FALSE(f.series.other) << f.symbol;
+    counts[{f.symbol, f.series.pid.value_or(0)}] += f.interval.count();
+  }
+  EXPECT_EQ(counts, (std::map<std::pair<std::string, int>, uint64_t>{
+                        {{"f", 10}, 1}, {{"f", 11}, 1}, {{"g", 0}, 2}}));
 }
 
 }  // namespace

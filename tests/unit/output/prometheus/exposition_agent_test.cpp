@@ -75,8 +75,8 @@ TEST(ExpositionAgent, MetadataNamesTheSampleInTextAndTheFamilyInOpenMetrics) {
       helps += line.starts_with("# HELP funclatency_");
       types += line.starts_with("# TYPE funclatency_");
     }
-    EXPECT_EQ(helps, 10u);
-    EXPECT_EQ(types, 10u);
+    EXPECT_EQ(helps, 11u);
+    EXPECT_EQ(types, 11u);
   }
 }
 

@@ -324,6 +324,9 @@ TEST(PrometheusCli, MakesASinkThatServes) {
   ASSERT_NE(*sink, nullptr);
   auto* prometheus = dynamic_cast<PrometheusSink*>(sink->get());
   ASSERT_NE(prometheus, nullptr);
+  // Bound, not serving until started (after the privilege drop).
+  auto started = (*sink)->start();
+  ASSERT_TRUE(started) << started.error().message();
   (*sink)->write(report_of(2));
   httplib::Client client("127.0.0.1", prometheus->port());
   auto response = client.Get("/metrics");
