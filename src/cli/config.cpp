@@ -186,6 +186,10 @@ Result<Config> finish_config(const CommandLine& v) {
                               : "--config follows programs into every process; -p names one",
                      "leave -p out, or trace the process without --follow");
   }
+  if ((v.follow || !v.config_file.empty()) && v.list) {
+    return bad_input("-l lists a file's functions; a followed program is found as it runs",
+                     "list one container's copy: funclatency -l /proc/PID/root/PROGRAM:FUNCTION");
+  }
   if (!v.config_file.empty() && !v.targets.empty()) {
     return bad_input("TARGETs and --config both given", "put the targets in the --config file");
   }

@@ -111,6 +111,13 @@ TEST(FinishConfig, FollowAndConfigRefuseWhatContradictsThem) {
   follow_with_pid.follow = true;
   follow_with_pid.pid = 12;
   EXPECT_FALSE(finish_config(follow_with_pid));
+  CommandLine follow_list;
+  follow_list.targets = {"/app/server:handle"};
+  follow_list.follow = true;
+  follow_list.list = true;
+  auto listed = finish_config(follow_list);
+  ASSERT_FALSE(listed);
+  EXPECT_NE(listed.error().hint.find("/proc/PID/root"), std::string::npos);
   CommandLine check_alone;
   check_alone.targets = {"/app/server:handle"};
   check_alone.check_config = true;
