@@ -166,6 +166,10 @@ void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
 
 void ProgramFollower::attach_file(Followed& followed, const std::string& path, int pid,
                                   const FileId& file, std::vector<uint32_t>& added) {
+  // Remembered even when nothing attaches (no function, refused), so the file
+  // is not read again at every start. An attached file cannot be deleted and
+  // its inode reused while its probes hold it; one that failed can, and a
+  // new file given its inode number is then skipped too (not seen here).
   Followed::File& attached = followed.files[file];
   std::set<uint64_t> offsets;  // a function two patterns name is probed once
   auto keep = [&offsets](const ProbeSite& site) { return offsets.insert(site.file_offset).second; };
