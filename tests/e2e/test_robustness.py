@@ -183,9 +183,11 @@ def test_recursion_past_64_pending_returns(procs, tool, robust, language, exit_p
     assert record["lost_depth"] == DEEP_CALLS * beyond, record
     assert record["lost_unreturned"] == 0 and record["lost_ringbuf"] == 0, record
     assert record["lost"] == DEEP_CALLS * beyond, record
-    # Never mispaired: no duration longer than the longest outer call as the
-    # program measured it around the call...
-    assert record["max_ns"] <= truth["outer_max_ns"], (record, truth)
+    # Never mispaired: no duration longer than the longest call the program
+    # measured around it (an outer call, or a shallow one switched out on a
+    # busy machine)...
+    assert record["max_ns"] <= max(truth["outer_max_ns"], truth["shallow_max_ns"]), \
+        (record, truth)
     # ...and the timed deep calls are the outermost levels (level k takes at
     # least k * 20 us, the shallow calls' levels 1-3 at least 20 us).
     own = truth["level_own_ns"]

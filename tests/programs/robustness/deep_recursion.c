@@ -8,7 +8,8 @@
  * --shallow-calls M: then M calls of deep_recurse(3) on the same thread, to
  * show that the overflow left no stale state behind.
  * The ground truth holds the outer calls' durations as the program measured
- * them: no call the tracer times can be longer than the longest of those.
+ * them, and the longest shallow call: no call the tracer times can be longer
+ * than the longest of those.
  * The same source builds as C (return probes) and as C++ with exception
  * tables (probes on the ret instructions). */
 #include <inttypes.h>
@@ -56,7 +57,15 @@ int main(int argc, char** argv) {
     if (duration < min_ns) min_ns = duration;
     if (duration > max_ns) max_ns = duration;
   }
-  for (uint64_t i = 0; i < shallow_calls; i++) sink += deep_recurse(kShallowDepth);
+  /* The shallow calls are calls too: on a busy machine one can be switched
+   * out for longer than an outer call lasts, so their longest is truth too. */
+  uint64_t shallow_max_ns = 0;
+  for (uint64_t i = 0; i < shallow_calls; i++) {
+    uint64_t start = robust_now_ns();
+    sink += deep_recurse(kShallowDepth);
+    uint64_t duration = robust_now_ns() - start;
+    if (duration > shallow_max_ns) shallow_max_ns = duration;
+  }
   __asm__ volatile("" : : "r"(sink));
   char json[512];
   snprintf(json, sizeof json,
@@ -64,8 +73,8 @@ int main(int argc, char** argv) {
            "\"outer_calls\": %" PRIu64 ", \"depth\": %d, \"shallow_calls\": %" PRIu64
            ", \"shallow_depth\": %d, \"level_own_ns\": %llu, "
            "\"outer_min_ns\": %" PRIu64 ", \"outer_max_ns\": %" PRIu64
-           ", \"outer_sum_ns\": %" PRIu64 "}]}",
+           ", \"outer_sum_ns\": %" PRIu64 ", \"shallow_max_ns\": %" PRIu64 "}]}",
            calls, (int)depth, shallow_calls, (int)kShallowDepth, LEVEL_OWN_NS, min_ns, max_ns,
-           sum_ns);
+           sum_ns, shallow_max_ns);
   return robust_write_truth(&options, json);
 }
