@@ -34,7 +34,9 @@ const volatile __u32 cgroup_filters = 0;
 const volatile __u32 slow_calls_on = 0;
 /* --slowest K (0 with --slower-than: every call over it is sent). */
 const volatile __u32 slowest_k = 0;
-/* --slowest: the interval; user space counts it up to start the floors over. */
+/* --slowest/--slower-than: the interval; user space counts it up at each
+ * report. The floors start over, and each call's event and slow record carry
+ * the value its probe read, so user space counts both in that interval. */
 __u64 slow_gen = 0;
 
 struct {
@@ -355,14 +357,15 @@ static __always_inline void submit_event(void* event) {
   bpf_ringbuf_submit(event, pending > FL_WAKEUP_THRESHOLD ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
 }
 
-static __always_inline void record_as_event(__u32 fn_id, __u64 duration_ns) {
+/* `tagged_fn`: the function id with FL_EVENT_ODD_GEN when it applies. */
+static __always_inline void record_as_event(__u32 tagged_fn, __u64 duration_ns) {
   struct fl_event* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
-    count_lost(fn_id, LOST_RINGBUF);
+    count_lost(tagged_fn & ~FL_EVENT_ODD_GEN, LOST_RINGBUF);
     return;
   }
   event->duration_ns = duration_ns;
-  event->fn_id = fn_id;
+  event->fn_id = tagged_fn;
   event->tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
   submit_event(event);
 }
@@ -374,15 +377,15 @@ struct call_split {
 };
 
 /* The record with the split (when known) and the caller's identity. */
-static __always_inline void record_ext_event(__u32 fn_id, __u64 duration_ns,
+static __always_inline void record_ext_event(__u32 tagged_fn, __u64 duration_ns,
                                              const struct call_split* split, __u32 by) {
   struct fl_event_ext* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
-    count_lost(fn_id, LOST_RINGBUF);
+    count_lost(tagged_fn & ~FL_EVENT_ODD_GEN, LOST_RINGBUF);
     return;
   }
   event->call.duration_ns = duration_ns;
-  event->call.fn_id = fn_id;
+  event->call.fn_id = tagged_fn;
   event->call.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
   event->flags = split ? FL_EVENT_SPLIT : 0;
   event->runnable_ns = split ? split->runnable_ns : 0;
@@ -471,7 +474,8 @@ static __always_inline __u32 copy_user_stack(__u8* stack, __u64 sp) {
 /* A call over its function's threshold: who made it, when it ended, the
  * registers an unwinder starts from, and the top of its user stack. */
 static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, __u64 duration_ns,
-                                             const struct call_split* split, __u32 flags) {
+                                             const struct call_split* split, __u32 flags,
+                                             __u64 gen) {
   struct fl_slow_call* slow = bpf_ringbuf_reserve(&slow_calls, sizeof(*slow), 0);
   if (!slow) {
     count_lost(fn_id, SLOW_DROPPED);
@@ -497,7 +501,7 @@ static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, _
   slow->regs.r14 = ctx->r14;
   slow->regs.r15 = ctx->r15;
   slow->stack_bytes = copy_user_stack(slow->stack, ctx->sp);
-  slow->reserved = 0;
+  slow->gen = (__u32)gen;
   /* Rare and worth seeing soon: the reader raises the threshold from it. */
   bpf_ringbuf_submit(slow, BPF_RB_FORCE_WAKEUP);
 }
@@ -506,12 +510,11 @@ static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, _
  * the interval's K slowest); otherwise counts it as sent and raises the
  * floor. Races between CPUs only lower the floor: each value read is a
  * duration sent this interval, from K distinct entries. */
-static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns) {
+static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u64 gen) {
   __u32 k = slowest_k;
   if (k == 0 || k > FL_MAX_SLOWEST) return true;
   struct fl_slow_floor* floor = bpf_map_lookup_elem(&slow_floors, &fn_id);
   if (!floor) return true;
-  __u64 gen = slow_gen;
   if (floor->gen != gen) {
     floor->gen = gen;
     floor->sent = 0;
@@ -544,9 +547,13 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
   if (config && config->subtract_ns) {
     duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
   }
+  /* One read of the interval: the floor, the slow record and the event
+   * all name the same one. */
+  __u64 gen = slow_calls_on ? *(volatile __u64*)&slow_gen : 0;
   if (slow_calls_on && config && duration_ns >= config->slow_ns &&
-      over_slow_floor(fn_id, duration_ns))
-    record_slow_call(ctx, fn_id, duration_ns, split, exit_flags);
+      over_slow_floor(fn_id, duration_ns, gen))
+    record_slow_call(ctx, fn_id, duration_ns, split, exit_flags, gen);
+  __u32 tagged_fn = fn_id | ((gen & 1) ? FL_EVENT_ODD_GEN : 0);
   /* --config: a target's own --by, within the run's. */
   __u32 by = series_by;
   if (config && (config->flags & FL_FN_OWN_BY)) by &= config->flags >> FL_FN_BY_SHIFT;
@@ -556,9 +563,9 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
     record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns, by);
     if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split, by);
   } else if (split || split_stride || series_by) {
-    record_ext_event(fn_id, duration_ns, split, by);
+    record_ext_event(tagged_fn, duration_ns, split, by);
   } else {
-    record_as_event(fn_id, duration_ns);
+    record_as_event(tagged_fn, duration_ns);
   }
 }
 

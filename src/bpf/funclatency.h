@@ -34,9 +34,15 @@ enum fl_mode {
 /* One ring buffer record: a completed call. */
 struct fl_event {
   __u64 duration_ns;
-  __u32 fn_id;
+  __u32 fn_id; /* with FL_EVENT_ODD_GEN when set */
   __u32 tgid;
 };
+
+/* --slowest/--slower-than: set in an event's fn_id when slow_gen was odd as
+ * the call ended. The probe decided whether to send the call's stack under
+ * that interval's floor, so user space counts the call in that interval too
+ * (see TraceSession::emit), whichever drain brings it. */
+#define FL_EVENT_ODD_GEN (1u << 31)
 
 /* With --cpu-split or --by, a record says more about the call: how long it
  * was switched out, runnable (waiting for a CPU) and sleeping (on-CPU is the
@@ -266,7 +272,7 @@ struct fl_slow_call {
   char comm[16]; /* the thread's name */
   struct fl_user_regs regs;
   __u32 stack_bytes; /* valid bytes of stack[], copied from regs.sp up */
-  __u32 reserved;
+  __u32 gen;         /* slow_gen as the call ended (its low 32 bits) */
   __u8 stack[FL_STACK_BYTES];
 };
 

@@ -80,6 +80,7 @@ struct CallRecord {
   uint64_t duration_ns = 0;
   const CallSplit* split = nullptr;  // --cpu-split, when known
   SeriesKey series;                  // --by
+  bool odd_gen = false;  // --slowest/--slower-than: the interval's parity (FL_EVENT_ODD_GEN)
 };
 
 class Aggregator {

@@ -48,7 +48,8 @@ int EventReader::on_record(void* context, void* data, size_t size) {
     fl_event_ext event;
     std::memcpy(&event, data, sizeof(event));
     const CallSplit split{event.runnable_ns, event.blocked_ns};
-    call.fn_id = event.call.fn_id;
+    call.fn_id = event.call.fn_id & ~FL_EVENT_ODD_GEN;
+    call.odd_gen = (event.call.fn_id & FL_EVENT_ODD_GEN) != 0;
     call.duration_ns = event.call.duration_ns;
     call.split = (event.flags & FL_EVENT_SPLIT) ? &split : nullptr;
     call.series.tgid = event.call.tgid;
@@ -58,7 +59,8 @@ int EventReader::on_record(void* context, void* data, size_t size) {
   } else if (size >= sizeof(fl_event)) {
     fl_event event;
     std::memcpy(&event, data, sizeof(event));
-    call.fn_id = event.fn_id;
+    call.fn_id = event.fn_id & ~FL_EVENT_ODD_GEN;
+    call.odd_gen = (event.fn_id & FL_EVENT_ODD_GEN) != 0;
     call.duration_ns = event.duration_ns;
     call.series.tgid = event.tgid;
     self->handler_(call);

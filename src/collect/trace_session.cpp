@@ -230,17 +230,41 @@ void TraceSession::apply_policy(double seconds) {
   }
 }
 
-// A call over its function's threshold, as the ring delivers it: it may
-// raise the threshold at once (calls no longer among the slowest stop taking
-// room in the ring; a failed write leaves the kernel a lower threshold: more
-// records, never a missed call). Unwinding waits for the end of the drain.
+// A completed call as the ring delivers it. While an interval closes, a
+// call the probes already counted in the next one waits for that one.
+void TraceSession::on_call(const CallRecord& call) {
+  if (closing_ && call.odd_gen == ((gen_ & 1) != 0)) {
+    HeldCall held{call, std::nullopt};
+    if (call.split) held.split = *call.split;
+    held.call.split = nullptr;
+    next_calls_.push_back(std::move(held));
+    return;
+  }
+  count_call(call);
+}
+
+void TraceSession::count_call(const CallRecord& call) {
+  aggregator_.on_call(call);
+  if (call.fn_id < num_functions_) window_calls_[call.fn_id]++;
+}
+
+// A call the probes sent with its stack, as the ring delivers it (kept in
+// the interval its probe saw, as its event is). Unwinding waits for the end
+// of the drain, and only for those still among the slowest then.
 void TraceSession::on_slow_call(const fl_slow_call& record) {
-  thresholds_.observe(record.fn_id, record.duration_ns);
-  (void)write_thresholds();
   auto copy = std::make_unique<fl_slow_call>();
   std::memcpy(copy.get(), &record,
               offsetof(fl_slow_call, stack) + std::min<size_t>(record.stack_bytes, FL_STACK_BYTES));
-  pending_slow_.push_back(std::move(copy));
+  if (closing_ && (record.gen & 1) == (gen_ & 1)) {
+    next_slow_.push_back(std::move(copy));
+    return;
+  }
+  keep_slow_call(std::move(copy));
+}
+
+void TraceSession::keep_slow_call(std::unique_ptr<fl_slow_call> record) {
+  thresholds_.observe(record->fn_id, record->duration_ns);
+  pending_slow_.push_back(std::move(record));
 }
 
 // The drained slow calls still among the slowest (or over --slower-than):
@@ -285,11 +309,19 @@ void TraceSession::add_slow_call(const fl_slow_call& record) {
   for (Sink* sink : sinks_) sink->write_slow_call(shown);
 }
 
-// Thresholds that changed go to the kernel, each in one write.
-Result<void> TraceSession::write_thresholds() {
-  for (const auto& [fn_id, slow_ns] : thresholds_.take_changes()) {
-    if (auto set = object_.set_slow_threshold(fn_id, slow_ns); !set) return set;
-  }
+// --slowest/--slower-than: an interval's slowest call is the longest it
+// counts only if the probes judged every call by the floor of the interval
+// that counts it. So the probes move to the next interval first and tag what
+// they send with it; the drain then brings the rest of this one, and what it
+// brings of the next waits (emit counts it after the report).
+Result<void> TraceSession::close_interval() {
+  if (!options_.slow.any() || !reader_) return {};
+  gen_ = object_.start_slow_interval();
+  closing_ = true;
+  auto drained = reader_->drain();
+  closing_ = false;
+  if (!drained) return std::unexpected(drained.error());
+  process_slow_calls();
   return {};
 }
 
@@ -298,7 +330,13 @@ void TraceSession::emit(Report::Kind kind) {
       aggregator_.take_report(Report::Kind::kInterval, std::chrono::system_clock::now());
   forget_retired_series();
   thresholds_.start_interval();
-  if (options_.slow.any()) object_.start_slow_interval();
+  for (auto& held : next_calls_) {
+    if (held.split) held.call.split = &*held.split;
+    count_call(held.call);
+  }
+  next_calls_.clear();
+  for (auto& record : next_slow_) keep_slow_call(std::move(record));
+  next_slow_.clear();
   if (options_.annotate) options_.annotate(report);
   for (Sink* sink : sinks_) sink->write(report);
   if (kind == Report::Kind::kTotal) {
@@ -408,6 +446,7 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(Clock::time_point 
     schedule.next_live = now + options_.live_period;
   }
   if (schedule.next_interval && now >= *schedule.next_interval) {
+    if (auto ok = close_interval(); !ok) return std::unexpected(ok.error());
     if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
     emit(Report::Kind::kInterval);
     *schedule.next_interval += options_.interval;
@@ -450,6 +489,7 @@ Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) 
   if (detach_) detach_();
   if (auto drained = reader.drain(); !drained) return std::unexpected(drained.error());
   process_slow_calls();
+  if (auto ok = close_interval(); !ok) return std::unexpected(ok.error());
   if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
   if (!any_sink_broken()) emit(Report::Kind::kTotal);
   for (Sink* sink : sinks_) sink->close();
@@ -457,11 +497,14 @@ Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) 
 }
 
 Result<StopReason> TraceSession::run() {
-  auto reader = EventReader::create(object_.events_fd(), [this](const CallRecord& call) {
-    aggregator_.on_call(call);
-    if (call.fn_id < num_functions_) window_calls_[call.fn_id]++;
-  });
+  auto reader =
+      EventReader::create(object_.events_fd(), [this](const CallRecord& call) { on_call(call); });
   if (!reader) return std::unexpected(reader.error());
+  reader_ = reader->get();
+  struct Forget {
+    EventReader*& reader;
+    ~Forget() { reader = nullptr; }
+  } forget{reader_};
   if (options_.slow.any()) {
     auto added = (*reader)->add_slow_calls(
         object_.slow_calls_fd(), [this](const fl_slow_call& record) { on_slow_call(record); });
@@ -480,7 +523,6 @@ Result<StopReason> TraceSession::run() {
     process_slow_calls();
     auto due = run_due_tasks(Clock::now(), schedule, stop.has_value());
     if (!due) return std::unexpected(due.error());
-    if (auto written = write_thresholds(); !written) return std::unexpected(written.error());
     if (!stop) stop = *due;
   }
   return finish(**reader, *stop);

@@ -94,10 +94,13 @@ class TraceSession {
   Result<void> collect_kernel_series(MapReader& reader);
   void forget_retired_series();
   void apply_policy(double seconds);
+  void on_call(const CallRecord& call);
+  void count_call(const CallRecord& call);
   void on_slow_call(const fl_slow_call& record);
+  void keep_slow_call(std::unique_ptr<fl_slow_call> record);
   void process_slow_calls();
   void add_slow_call(const fl_slow_call& record);
-  Result<void> write_thresholds();
+  Result<void> close_interval();
   void emit(Report::Kind kind);
   bool any_sink_broken() const;
 
@@ -120,6 +123,18 @@ class TraceSession {
   std::unique_ptr<ModePolicy> policy_;
   SlowThresholds thresholds_;
   std::vector<std::unique_ptr<fl_slow_call>> pending_slow_;  // drained, not yet unwound
+  // --slowest/--slower-than: the interval the probes are in (slow_gen), and
+  // while one closes, what its drain brought of the next one: counted once
+  // the report is taken.
+  EventReader* reader_ = nullptr;  // during run()
+  uint64_t gen_ = 0;
+  bool closing_ = false;
+  struct HeldCall {
+    CallRecord call;
+    std::optional<CallSplit> split;
+  };
+  std::vector<HeldCall> next_calls_;
+  std::vector<std::unique_ptr<fl_slow_call>> next_slow_;
 };
 
 }  // namespace funclatency

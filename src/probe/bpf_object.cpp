@@ -201,8 +201,8 @@ int BpfObject::fn_config_fd() const {
 int BpfObject::events_fd() const {
   return bpf_map__fd(skeleton_->maps.events);
 }
-void BpfObject::start_slow_interval() {
-  __atomic_fetch_add(&skeleton_->bss->slow_gen, 1, __ATOMIC_RELAXED);
+uint64_t BpfObject::start_slow_interval() {
+  return __atomic_add_fetch(&skeleton_->bss->slow_gen, 1, __ATOMIC_SEQ_CST);
 }
 
 int BpfObject::slow_calls_fd() const {
@@ -246,15 +246,6 @@ uint64_t BpfObject::locked_memory() const {
     }
   }
   return total;
-}
-
-Result<void> BpfObject::set_slow_threshold(uint32_t fn_id, uint64_t slow_ns) {
-  if (fn_id >= options_.num_functions) {
-    return runtime_error(
-        fmt::format("set the slow-call threshold of function {}: out of range", fn_id));
-  }
-  options_.function_slow_ns[fn_id] = slow_ns;
-  return set_mode(fn_id, options_.function_mode[fn_id]);
 }
 
 Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {

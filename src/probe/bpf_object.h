@@ -87,11 +87,9 @@ class BpfObject {
   Result<void> set_mode(uint32_t fn_id, uint32_t mode);
   // The same, giving the function kernel slot `slot` (FL_NO_SLOT: none).
   Result<void> set_mode(uint32_t fn_id, uint32_t mode, uint32_t slot);
-  // --slowest/--slower-than: a call of fn_id at least slow_ns long (after the
-  // probe cost) goes out with its stack from its next return on.
-  Result<void> set_slow_threshold(uint32_t fn_id, uint64_t slow_ns);
-  // --slowest: a new interval; the probes' floors start over.
-  void start_slow_interval();
+  // --slowest/--slower-than: a new interval (returns its number); the
+  // probes' floors start over and tag what they send with it.
+  uint64_t start_slow_interval();
   // Sets up a function id the maps were sized for but no probe used yet (a
   // library the process loads later): its flags, probe cost, mode and, for Go
   // code, where runtime.g holds the goroutine id. Call it before the

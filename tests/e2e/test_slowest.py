@@ -4,6 +4,7 @@ comes through slow_path_outer -> slow_path_inner; the program writes each
 slow call's thread, body time and caller-measured time (TRUTH.slow)."""
 
 import json
+import re
 import signal
 import time
 
@@ -134,7 +135,17 @@ def test_console_shows_the_slowest_block(procs, tool, workload):
     assert "slowest:" in out, out
     block = out[out.index("slowest:"):]
     assert block.count(f"tid {work.pid}") == 2, block
-    assert "slow_path_outer+0x" in block and "fast_path" not in block, block
+    assert "slow_path_outer+0x" in block, block
+    # A fast call shows only when a preemption made it as long as one the
+    # program itself measured (the machine may be busy).
+    truth = slow_truth(work)
+    for entry in re.split(r"\n(?=  \d)", block.split("\n", 1)[1]):
+        shown_ms = float(re.match(r"\s*([\d.]+)ms", entry).group(1))
+        if "fast_path" in entry:
+            assert any(not row["slow_path"] and row["caller_ns"] >= (shown_ms - 0.005) * 1e6
+                       for row in truth), (entry, truth)
+        else:
+            assert "slow_path_outer+0x" in entry, entry
 
 
 def test_prometheus_stores_the_slow_calls_as_exemplars(procs, tool, workload, tmp_path):
@@ -212,19 +223,21 @@ def test_every_interval_names_its_own_slowest_call(procs, tool, target_app):
     """With -i, each interval has its slowest call even when it is faster
     than an earlier interval's: in events mode (exact max) the first
     exemplar of every interval record is its max_ns, and of the totals the
-    run's."""
-    work = procs.start_workload(target_app, ["--calls", "0", "--threads", "2"])
-    traced = procs.start_tool(tool, ["--json", "--mode", "events", "-i", "0.5", "-d", "2.6",
+    run's. Many short intervals: a call near a switch must be judged by the
+    probes under the interval that counts it (one judged by the last
+    interval's slowest went without its stack: 1 interval in ~60)."""
+    work = procs.start_workload(target_app, ["--calls", "0", "--threads", "4"])
+    traced = procs.start_tool(tool, ["--json", "--mode", "events", "-i", "0.1", "-d", "3",
                                      "--slowest", "2", "-p", work.pid, f"{target_app}:slow_op"])
     work.start()
     assert traced.wait(30) == 0, traced.describe()
     records = [r for r in parse_json_records(traced.text("stdout")) if r.get("count")]
     intervals = [r for r in records if r["type"] == "interval"]
-    assert len(intervals) >= 4, records
+    assert len(intervals) >= 20, records
     for record in records:
-        exemplars = record["exemplars"]
-        assert len(exemplars) == 2, record
+        exemplars = record.get("exemplars", [])
+        assert len(exemplars) == min(2, record["count"]), record
         assert exemplars[0]["duration_ns"] == record["max_ns"], record
-        assert exemplars[0]["duration_ns"] >= exemplars[1]["duration_ns"] >= record["min_ns"]
+        assert exemplars[0]["duration_ns"] >= exemplars[-1]["duration_ns"] >= record["min_ns"]
     assert record["type"] == "total"
     assert record["max_ns"] == max(r["max_ns"] for r in intervals)
