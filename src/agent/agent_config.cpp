@@ -73,8 +73,22 @@ std::vector<std::string> by_keys(const YAML::Node& node) {
   return keys;
 }
 
+// --slowest K: 1 to FL_MAX_SLOWEST.
+size_t slowest(const YAML::Node& node) {
+  size_t k = 0;
+  try {
+    k = node.as<size_t>();
+  } catch (const YAML::Exception&) {
+    fail(node, "slowest must be a whole number");
+  }
+  if (k < 1 || k > FL_MAX_SLOWEST) fail(node, "slowest must be 1 to 100");
+  return k;
+}
+
 FollowTarget target(const YAML::Node& node) {
-  check_fields(node, "a target", {"name", "program", "functions", "regex", "mode", "labels", "by"});
+  check_fields(
+      node, "a target",
+      {"name", "program", "functions", "regex", "mode", "labels", "by", "slowest", "slower_than"});
   FollowTarget t;
   t.name = scalar(node["name"], "name");
   if (t.name.empty()) fail(node, "a target needs a name");
@@ -92,6 +106,13 @@ FollowTarget target(const YAML::Node& node) {
   if (!absent(node["regex"])) t.regex = yaml::boolean(node["regex"], "regex");
   t.mode = mode(node["mode"]);
   if (!absent(node["by"])) t.by = by_keys(node["by"]);
+  if (!absent(node["slowest"])) t.slowest = slowest(node["slowest"]);
+  if (!absent(node["slower_than"])) {
+    const std::string text = scalar(node["slower_than"], "slower_than");
+    auto ns = parse_duration_ns(text);
+    if (!ns || *ns == 0) fail(node["slower_than"], "slower_than must be a duration, e.g. 10ms");
+    t.slower_than_ns = *ns;
+  }
   t.labels = labels(node["labels"]);
   for (const auto& [name, value] : t.labels) {
     if (name == "target") fail(node["labels"], "the label \"target\" is the target's name");
@@ -102,13 +123,7 @@ FollowTarget target(const YAML::Node& node) {
 AgentSettings settings(const YAML::Node& root) {
   AgentSettings s;
   s.by = by_keys(root["by"]);
-  if (!absent(root["slowest"])) {
-    try {
-      s.slowest = root["slowest"].as<size_t>();
-    } catch (const YAML::Exception&) {
-      fail(root["slowest"], "slowest must be a whole number");
-    }
-  }
+  if (!absent(root["slowest"])) s.slowest = slowest(root["slowest"]);
   if (!absent(root["interval"])) s.interval = duration(root["interval"], "interval");
   const YAML::Node exporters = root["exporters"];
   if (absent(exporters)) return s;

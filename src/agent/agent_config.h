@@ -36,6 +36,10 @@ struct FollowTarget {
   // unset from --follow: the run's --by.
   std::optional<std::vector<std::string>> by;
   std::vector<std::pair<std::string, std::string>> labels;  // extra labels, in file order
+  // The target's own slow calls (--slowest K, --slower-than); both unset:
+  // the run's.
+  std::optional<size_t> slowest;
+  std::optional<uint64_t> slower_than_ns;
   bool operator==(const FollowTarget&) const = default;
 };
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "bpf/funclatency.h"
+#include "collect/slow_thresholds.h"
 
 namespace funclatency {
 
@@ -184,10 +185,15 @@ void ProgramFollower::attach_file(Followed& followed, const std::string& path, i
     by = series_by_bits(*followed.target.by);
     flags = FL_FN_OWN_BY | (*by << FL_FN_BY_SHIFT);
   }
+  FunctionOptions options{.mode = fl_mode_of(followed.target.mode), .extra_flags = flags};
+  // A target's own slow calls: its probes' threshold and floor, its reports' K.
+  if (followed.target.slowest || followed.target.slower_than_ns) {
+    options.slow = slow_calls_for({.slowest = followed.target.slowest.value_or(0),
+                                   .slower_than_ns = followed.target.slower_than_ns});
+  }
   for (const auto& function : followed.target.functions) {
     const TargetSpec spec{"", function, followed.target.regex};
-    auto result = attacher_.attach(path, spec, object_, pid, std::nullopt, keep,
-                                   fl_mode_of(followed.target.mode), flags);
+    auto result = attacher_.attach(path, spec, object_, pid, std::nullopt, keep, options);
     if (!result) {
       const AttachFailure reason = result.error().reason;
       count_failure(reason == AttachFailure::kNoRoom       ? FollowFailure::kNoRoom
@@ -201,6 +207,7 @@ void ProgramFollower::attach_file(Followed& followed, const std::string& path, i
     for (const auto& site : result->links.sites()) {
       ReportGroup group{site.symbol, site.binary, 0, std::nullopt, std::nullopt, labels};
       group.series_by = by;
+      group.slowest = followed.target.slowest;
       if (auto cost = result->cost_ns.find(site.fn_id); cost != result->cost_ns.end()) {
         group.probe_cost_ns = cost->second;
       }

@@ -32,8 +32,6 @@ const volatile __u32 cgroup_filters = 0;
 /* --slowest/--slower-than: calls over their function's slow_ns send an
  * fl_slow_call with the top of their stack; 0 leaves that code out. */
 const volatile __u32 slow_calls_on = 0;
-/* --slowest K (0 with --slower-than: every call over it is sent). */
-const volatile __u32 slowest_k = 0;
 /* --slowest/--slower-than: the interval; user space counts it up at each
  * report. The floors start over, and each call's event and slow record carry
  * the value its probe read, so user space counts both in that interval. */
@@ -510,8 +508,8 @@ static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, _
  * the interval's K slowest); otherwise counts it as sent and raises the
  * floor. Races between CPUs only lower the floor: each value read is a
  * duration sent this interval, from K distinct entries. */
-static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u64 gen) {
-  __u32 k = slowest_k;
+static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u64 gen,
+                                            __u32 k) {
   if (k == 0 || k > FL_MAX_SLOWEST) return true;
   struct fl_slow_floor* floor = bpf_map_lookup_elem(&slow_floors, &fn_id);
   if (!floor) return true;
@@ -551,7 +549,7 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
    * all name the same one. */
   __u64 gen = slow_calls_on ? *(volatile __u64*)&slow_gen : 0;
   if (slow_calls_on && config && duration_ns >= config->slow_ns &&
-      over_slow_floor(fn_id, duration_ns, gen))
+      over_slow_floor(fn_id, duration_ns, gen, config->slowest_k))
     record_slow_call(ctx, fn_id, duration_ns, split, exit_flags, gen);
   __u32 tagged_fn = fn_id | ((gen & 1) ? FL_EVENT_ODD_GEN : 0);
   /* --config: a target's own --by, within the run's. */

@@ -213,6 +213,10 @@ struct fl_fn_config {
   /* --slowest/--slower-than: a call at least this long (after subtract_ns)
    * also sends an fl_slow_call with its stack; FL_NO_THRESHOLD: none. */
   __u64 slow_ns;
+  /* --slowest K (of the function's target): the probes' floor keeps to the
+   * K slowest; 0: every call over slow_ns is sent (--slower-than). */
+  __u32 slowest_k;
+  __u32 reserved;
 };
 
 #define FL_NO_THRESHOLD 0xffffffffffffffffull

@@ -532,7 +532,7 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
       (late.waiting() ? late_attach_capabilities(probes->method == AttachMethod::kPerfEvent) : 0) |
           // Following: links and task iterators made as programs start.
           (config.following() ? late_attach_capabilities(true) : 0) |
-          (slow_threshold_options(config).any() ? stack_unwinding_capabilities() : 0));
+          (probes->object->slow_calls() ? stack_unwinding_capabilities() : 0));
   if (!dropped) return std::unexpected(dropped.error());
   warmup.release();
   // Bound before attach; no network byte is read before the drop (Sink::start).
@@ -550,9 +550,14 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
     options.reload = reload_config(config, *following, messages);
     options.annotate = agent_status(*following);
   }
-  options.describe_function = [&probes](uint32_t fn_id) { return function_name(*probes, fn_id); };
+  options.describe_function = [&probes, &aggregator](uint32_t fn_id) {
+    auto named = function_name(*probes, fn_id);
+    // A followed program's functions are known where they report.
+    if (named.second.empty()) named = aggregator.name_of(fn_id).value_or(named);
+    return named;
+  };
   StackResolver stacks;
-  if (options.slow.any()) options.resolve_stack = stack_unwinding(stacks);
+  if (probes->object->slow_calls()) options.resolve_stack = stack_unwinding(stacks);
   TraceSession session(*probes->object, aggregator, sinks->all(), std::move(options),
                        stop_fd->get(), [&probes] { probes->links.detach_all(); });
   std::fputs(config.following()

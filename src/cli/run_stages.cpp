@@ -65,7 +65,9 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   // A followed program may be Go code.
   load.go_programs = config.following();
   const SlowThresholdOptions slow = slow_threshold_options(config);
-  load.slow_calls = slow.any();
+  // --config: a target may have slow calls of its own, now or after a reload.
+  load.slow_calls = slow.any() || !config.config_file.empty();
+  load.slow_floors = !config.config_file.empty();
   load.initial_slow_ns = SlowThresholds(0, slow).initial();
   load.slowest_floor_k = slow.slower_than_ns ? 0 : static_cast<uint32_t>(slow.slowest);
   for (const auto& plan : targets.plans) {

@@ -82,7 +82,28 @@ Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> gr
       run_start_(run_start),
       interval_start_(run_start) {
   reports_.reserve(groups.size());
-  for (auto& group : groups) reports_.push_back(new_report(std::move(group)));
+  for (auto& group : groups) {
+    keep_group_settings(reports_.size(), group);
+    reports_.push_back(new_report(std::move(group)));
+  }
+}
+
+// A group's own --by and --slowest, by its index.
+void Aggregator::keep_group_settings(size_t index, const ReportGroup& group) {
+  if (group.series_by) {
+    group_by_.resize(std::max(group_by_.size(), index + 1));
+    group_by_[index] = group.series_by;
+  }
+  if (group.slowest) {
+    group_slowest_.resize(std::max(group_slowest_.size(), index + 1));
+    group_slowest_[index] = group.slowest;
+  }
+}
+
+std::optional<std::pair<std::string, std::string>> Aggregator::name_of(uint32_t fn_id) const {
+  if (!reports_to_a_group(fn_id)) return std::nullopt;
+  const FunctionReport& report = reports_[group_of_function_[fn_id]];
+  return std::pair{report.symbol, report.binary};
 }
 
 FunctionReport Aggregator::new_report(ReportGroup group) const {
@@ -215,10 +236,14 @@ void keep_slowest(std::vector<SlowCall>& calls, const SlowCall& call, size_t k) 
 }  // namespace
 
 void Aggregator::on_slow_call(uint32_t fn_id, const SeriesKey& caller, const SlowCall& call) {
-  if (!slowest_ || !reports_to_a_group(fn_id)) return;
+  if (!reports_to_a_group(fn_id)) return;
+  const uint32_t group = group_of_function_[fn_id];
+  const size_t k =
+      group < group_slowest_.size() && group_slowest_[group] ? *group_slowest_[group] : slowest_;
+  if (!k) return;
   FunctionReport& report = *report_of(fn_id, caller);
-  keep_slowest(report.interval_slowest, call, slowest_);
-  keep_slowest(report.total_slowest, call, slowest_);
+  keep_slowest(report.interval_slowest, call, k);
+  keep_slowest(report.total_slowest, call, k);
 }
 
 void Aggregator::set_mode(uint32_t fn_id, AggregationMode mode) {
@@ -237,10 +262,7 @@ void Aggregator::add_function(uint32_t fn_id, ReportGroup group, bool merge) {
     group_of_function_[fn_id] = 0;
     return;
   }
-  if (group.series_by) {
-    group_by_.resize(reports_.size() + 1);
-    group_by_[reports_.size()] = group.series_by;
-  }
+  keep_group_settings(reports_.size(), group);
   reports_.push_back(new_report(std::move(group)));
   group_of_function_[fn_id] = static_cast<uint32_t>(reports_.size() - 1);
 }

@@ -31,6 +31,8 @@ struct ReportGroup {
   // --config: the target's own --by (FL_BY_* bits, within the run's); unset:
   // the run's.
   std::optional<uint32_t> series_by;
+  // --config: the target's own --slowest K; unset: the run's.
+  std::optional<size_t> slowest;
 };
 
 // Cumulative in-kernel totals of one function, summed over CPUs.
@@ -111,6 +113,8 @@ class Aggregator {
   // --slowest K: each report keeps the K slowest calls of its interval and
   // of the run (0: none kept).
   void set_slowest(size_t k) { slowest_ = k; }
+  // The symbol and binary fn_id reports under; none when it reports nowhere.
+  std::optional<std::pair<std::string, std::string>> name_of(uint32_t fn_id) const;
   // A call over its function's threshold, made by `caller` (as on_call).
   void on_slow_call(uint32_t fn_id, const SeriesKey& caller, const SlowCall& call);
   void set_mode(uint32_t fn_id, AggregationMode mode);
@@ -137,6 +141,7 @@ class Aggregator {
  private:
   void fill_modes(std::vector<FunctionReport>& reports) const;
   FunctionReport new_report(ReportGroup group) const;
+  void keep_group_settings(size_t index, const ReportGroup& group);
   // The report a call of fn_id by `key` goes to (its series, or `other`).
   FunctionReport* report_of(uint32_t fn_id, const SeriesKey& key);
   // The --by a group's calls are split by: its own within the run's.
@@ -166,8 +171,9 @@ class Aggregator {
   std::vector<uint64_t> fn_interval_calls_;
   std::vector<AggregationMode> fn_mode_;
   std::vector<uint64_t> fn_cost_ns_;
-  std::vector<std::optional<uint32_t>> group_by_;  // by group index: ReportGroup::series_by  //
-                                                   // ReportGroup::probe_cost_ns of each function
+  std::vector<std::optional<size_t>> group_slowest_;  // by group index: ReportGroup::slowest
+  std::vector<std::optional<uint32_t>> group_by_;     // by group index: ReportGroup::series_by  //
+                                                      // ReportGroup::probe_cost_ns of each function
   uint64_t probe_cpu_ns_ = 0;
   SeriesOptions series_;
   std::map<std::pair<uint32_t, SeriesKey>, size_t> series_index_;  // (group, key) -> reports_

@@ -13,34 +13,49 @@
 #include <optional>
 #include <vector>
 
+#include "probe/bpf_object.h"
+
 namespace funclatency {
 
 struct SlowThresholdOptions {
   size_t slowest = 0;                      // --slowest K; 0: off
   std::optional<uint64_t> slower_than_ns;  // --slower-than
   bool any() const { return slowest > 0 || slower_than_ns.has_value(); }
+  bool operator==(const SlowThresholdOptions&) const = default;
 };
+
+// What the probes of a function are given for these options, and back (a
+// function's options are kept with the BPF object, the one place that has
+// every function's). --slower-than pins the threshold: no floor then.
+FunctionSlowCalls slow_calls_for(const SlowThresholdOptions& options);
+SlowThresholdOptions slow_options_of(const FunctionSlowCalls& slow);
 
 class SlowThresholds {
  public:
   SlowThresholds(uint32_t num_functions, SlowThresholdOptions options);
 
-  // What the kernel's per-function threshold is (UINT64_MAX when neither
-  // option is set).
+  // What the kernel's threshold is for the run's options (UINT64_MAX when
+  // neither option is set).
   uint64_t initial() const;
   // A call of fn_id the probes sent, as its record arrived.
   void observe(uint32_t fn_id, uint64_t duration_ns);
   // A new interval: the kept durations go.
   void start_interval();
-  // A function attached later (ids grow).
+  // A function attached later (ids grow): the run's options, or its own.
   void add_function(uint32_t fn_id);
+  void set_function(uint32_t fn_id, SlowThresholdOptions options);
+  const SlowThresholdOptions& options_of(uint32_t fn_id) const;
   // A call of fn_id shorter than this is not among the interval's K slowest
   // of those observed so far.
   uint64_t threshold(uint32_t fn_id) const;
 
  private:
-  SlowThresholdOptions options_;
-  std::vector<std::vector<uint64_t>> slowest_;  // per function: min-heap of the K slowest
+  struct Function {
+    SlowThresholdOptions options;
+    std::vector<uint64_t> slowest;  // min-heap of the interval's K slowest
+  };
+  SlowThresholdOptions options_;  // the run's
+  std::vector<Function> functions_;
 };
 
 }  // namespace funclatency

@@ -271,8 +271,8 @@ void TraceSession::keep_slow_call(std::unique_ptr<fl_slow_call> record) {
 // unwound, added to their reports, shown.
 void TraceSession::process_slow_calls() {
   for (const auto& record : pending_slow_) {
-    const bool shown =
-        options_.slow.slower_than_ns && record->duration_ns >= *options_.slow.slower_than_ns;
+    const bool shown = thresholds_.options_of(record->fn_id).slower_than_ns &&
+                       record->duration_ns >= *thresholds_.options_of(record->fn_id).slower_than_ns;
     if (shown || record->duration_ns >= thresholds_.threshold(record->fn_id)) {
       add_slow_call(*record);
     }
@@ -300,7 +300,7 @@ void TraceSession::add_slow_call(const fl_slow_call& record) {
   if (options_.resolve_stack) call.stack = options_.resolve_stack(record);
   const SeriesKey caller{record.tgid, record.cgroup_id, call.thread};
   aggregator_.on_slow_call(record.fn_id, caller, call);
-  const auto& slower_than = options_.slow.slower_than_ns;
+  const auto& slower_than = thresholds_.options_of(record.fn_id).slower_than_ns;
   if (!slower_than || record.duration_ns < *slower_than) return;
   SlowCallReport shown{.threshold_ns = *slower_than, .call = std::move(call)};
   if (options_.describe_function) {
@@ -315,7 +315,7 @@ void TraceSession::add_slow_call(const fl_slow_call& record) {
 // they send with it; the drain then brings the rest of this one, and what it
 // brings of the next waits (emit counts it after the report).
 Result<void> TraceSession::close_interval() {
-  if (!options_.slow.any() || !reader_) return {};
+  if (!object_.slow_calls() || !reader_) return {};
   gen_ = object_.start_slow_interval();
   closing_ = true;
   auto drained = reader_->drain();
@@ -465,6 +465,9 @@ Result<void> TraceSession::attach_late() {
 
 // Functions attached while running: with --mode kernel, each gets a slot.
 Result<void> TraceSession::take_functions(const std::vector<uint32_t>& added) {
+  // A --config target's own slow calls (its functions were set up with them).
+  for (uint32_t fn : added)
+    thresholds_.set_function(fn, slow_options_of(object_.slow_calls_of(fn)));
   if (options_.mode != ModeChoice::kKernel) return {};
   for (uint32_t fn : added) {
     if (fn >= num_functions_) continue;
@@ -505,7 +508,7 @@ Result<StopReason> TraceSession::run() {
     EventReader*& reader;
     ~Forget() { reader = nullptr; }
   } forget{reader_};
-  if (options_.slow.any()) {
+  if (object_.slow_calls()) {
     auto added = (*reader)->add_slow_calls(
         object_.slow_calls_fd(), [this](const fl_slow_call& record) { on_slow_call(record); });
     if (!added) return std::unexpected(added.error());

@@ -24,7 +24,7 @@ namespace funclatency {
 static_assert(sizeof(fl_event) == 16);
 static_assert(sizeof(fl_fn_stats) == 4 * 8 + FL_NUM_BUCKETS * 8);
 static_assert(sizeof(fl_fn_lost) == 5 * 8);
-static_assert(sizeof(fl_fn_config) == 32);
+static_assert(sizeof(fl_fn_config) == 40);
 static_assert(sizeof(fl_user_regs) == 8 * 8);
 static_assert(sizeof(fl_slow_floor) == 3 * 8 + FL_MAX_SLOWEST * 8);
 static_assert(sizeof(fl_slow_call) ==
@@ -65,7 +65,6 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
   skeleton->rodata->series_by = options.series_by;
   skeleton->rodata->cgroup_filters = static_cast<uint32_t>(options.cgroup_fds.size());
   skeleton->rodata->slow_calls_on = options.slow_calls ? 1 : 0;
-  skeleton->rodata->slowest_k = options.slow_calls ? options.slowest_floor_k : 0;
   const std::pair<bpf_map*, uint32_t> sizes[] = {
       {skeleton->maps.fn_lost, entries},
       {skeleton->maps.fn_config, entries},
@@ -73,7 +72,8 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
       {skeleton->maps.thread_switches, options.cpu_split ? FL_MAX_SPLIT_THREADS : 1},
       {skeleton->maps.events, options.ringbuf_bytes},
       {skeleton->maps.slow_calls, options.slow_calls ? kSlowCallsRingBytes : 4096u},
-      {skeleton->maps.slow_floors, options.slow_calls && options.slowest_floor_k ? entries : 1},
+      {skeleton->maps.slow_floors,
+       options.slow_calls && (options.slowest_floor_k || options.slow_floors) ? entries : 1},
       {skeleton->maps.series_stats, options.series_by ? options.max_series * parts : 1},
       {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
       {skeleton->maps.go_stacks, options.go_programs ? FL_GO_MAX_GOROUTINES : 1},
@@ -153,6 +153,7 @@ Result<void> BpfObject::configure_all() {
   options_.function_subtract_ns.resize(entries, 0);
   options_.function_goid_offset.resize(entries, 0);
   options_.function_slow_ns.resize(entries, options_.initial_slow_ns);
+  options_.function_slowest_k.resize(entries, options_.slowest_floor_k);
   options_.function_mode.assign(entries, options_.initial_mode);
   std::vector<uint32_t> ids;
   std::vector<fl_fn_config> configs;
@@ -223,6 +224,7 @@ fl_fn_config BpfObject::config_of(uint32_t fn_id, uint32_t mode) const {
   config.goid_offset = options_.function_goid_offset[fn_id];
   config.slot = options_.function_slot[fn_id];
   config.slow_ns = options_.slow_calls ? options_.function_slow_ns[fn_id] : FL_NO_THRESHOLD;
+  config.slowest_k = options_.slow_calls ? options_.function_slowest_k[fn_id] : 0;
   return config;
 }
 
@@ -258,6 +260,21 @@ Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode) {
     return runtime_error(fmt::format("set aggregation mode of function {}", fn_id), errno);
   }
   return {};
+}
+
+Result<void> BpfObject::set_slow_calls(uint32_t fn_id, FunctionSlowCalls slow) {
+  if (fn_id >= options_.num_functions) {
+    return runtime_error(fmt::format("set slow calls of function {}: the maps hold {}", fn_id,
+                                     options_.num_functions));
+  }
+  options_.function_slow_ns[fn_id] = slow.slow_ns;
+  options_.function_slowest_k[fn_id] = slow.slowest_k;
+  return {};
+}
+
+FunctionSlowCalls BpfObject::slow_calls_of(uint32_t fn_id) const {
+  if (!options_.slow_calls || fn_id >= options_.num_functions) return {};
+  return {options_.function_slow_ns[fn_id], options_.function_slowest_k[fn_id]};
 }
 
 Result<void> BpfObject::configure_function(uint32_t fn_id, uint32_t mode, uint32_t flags,

@@ -47,10 +47,21 @@ struct LoadOptions {
   bool slow_calls = false;
   uint64_t initial_slow_ns = UINT64_MAX;
   // --slowest K: the probes also keep a floor of their own per function
-  // (fl_slow_floor); 0 with --slower-than, whose every call is sent.
+  // (fl_slow_floor); 0 with --slower-than, whose every call is sent. Every
+  // function starts at it; set_slow_calls gives one its own (--config).
   uint32_t slowest_floor_k = 0;
-  std::vector<uint64_t> function_slow_ns;  // set by load
-  std::vector<uint32_t> function_mode;     // enum fl_mode by function; set by load
+  // Size the floors even when slowest_floor_k is 0 (a function may get a K).
+  bool slow_floors = false;
+  std::vector<uint64_t> function_slow_ns;    // set by load
+  std::vector<uint32_t> function_slowest_k;  // set by load
+  std::vector<uint32_t> function_mode;       // enum fl_mode by function; set by load
+};
+
+// --slowest/--slower-than of one function: the threshold its calls are sent
+// over (FL_NO_THRESHOLD: none) and the K slowest its floor keeps (0: none).
+struct FunctionSlowCalls {
+  uint64_t slow_ns = UINT64_MAX;  // FL_NO_THRESHOLD
+  uint32_t slowest_k = 0;
 };
 
 class BpfObject {
@@ -87,6 +98,12 @@ class BpfObject {
   Result<void> set_mode(uint32_t fn_id, uint32_t mode);
   // The same, giving the function kernel slot `slot` (FL_NO_SLOT: none).
   Result<void> set_mode(uint32_t fn_id, uint32_t mode, uint32_t slot);
+  // A function's own slow-call settings (a --config target's), in force from
+  // its next configure_function (before its probes are attached).
+  Result<void> set_slow_calls(uint32_t fn_id, FunctionSlowCalls slow);
+  FunctionSlowCalls slow_calls_of(uint32_t fn_id) const;
+  // Whether the probes send slow calls at all (LoadOptions::slow_calls).
+  bool slow_calls() const { return options_.slow_calls; }
   // --slowest/--slower-than: a new interval (returns its number); the
   // probes' floors start over and tag what they send with it.
   uint64_t start_slow_interval();

@@ -15,7 +15,7 @@ FunctionAttacher::FunctionAttacher(AttachSettings settings, uint32_t first_free_
 std::expected<AttachedFile, AttachError> FunctionAttacher::attach(
     const std::string& path, const TargetSpec& spec, BpfObject& object, std::optional<int> seen_by,
     std::optional<int> only, const std::function<bool(const ProbeSite&)>& keep,
-    std::optional<uint32_t> mode, uint32_t extra_flags) {
+    const FunctionOptions& options) {
   auto fail = [](AttachFailure reason, Error error) {
     return std::unexpected(AttachError{reason, std::move(error)});
   };
@@ -57,9 +57,15 @@ std::expected<AttachedFile, AttachError> FunctionAttacher::attach(
   for (uint32_t i = 0; i < sites.size(); i++) {
     const uint64_t subtract = settings_.subtract_ns ? settings_.subtract_ns(plans[i]) : 0;
     if (settings_.cost_ns) result.cost_ns[next_fn_id_ + i] = settings_.cost_ns(plans[i]);
-    auto configured = object.configure_function(
-        next_fn_id_ + i, mode.value_or(settings_.initial_mode), plans[i].fn_flags | extra_flags,
-        subtract, plans[i].goroutine_keyed ? plans[i].goid_offset : 0);
+    if (options.slow) {
+      if (auto set = object.set_slow_calls(next_fn_id_ + i, *options.slow); !set) {
+        return fail(AttachFailure::kKernelRefused, set.error());
+      }
+    }
+    auto configured =
+        object.configure_function(next_fn_id_ + i, options.mode.value_or(settings_.initial_mode),
+                                  plans[i].fn_flags | options.extra_flags, subtract,
+                                  plans[i].goroutine_keyed ? plans[i].goid_offset : 0);
     if (!configured) return fail(AttachFailure::kKernelRefused, configured.error());
   }
   auto attached = UprobeLinks::attach(object, sites, plans, only, settings_.method, next_fn_id_);

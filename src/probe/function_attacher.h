@@ -31,6 +31,13 @@ struct AttachSettings {
   std::function<uint64_t(const ProbePlan&)> cost_ns;
 };
 
+// What one attach sets on the functions it adds, beyond the settings.
+struct FunctionOptions {
+  std::optional<uint32_t> mode;           // enum fl_mode; unset: the settings' initial mode
+  uint32_t extra_flags = 0;               // FL_FN_*, joined to the planner's
+  std::optional<FunctionSlowCalls> slow;  // a --config target's own; unset: the run's
+};
+
 // Why a file's functions were not attached, for counting (self-metrics).
 enum class AttachFailure {
   kNoFunction,     // the file has no function the TARGET names (or cannot be read)
@@ -61,13 +68,11 @@ class FunctionAttacher {
   // read). `seen_by` is the process the path is read through (a path in its
   // mount namespace, "/proc/PID/root/..."); the probes fire in process
   // `only` or, unset, in every process that runs the file. `keep` decides per
-  // site (e.g. not one probed already); null keeps all. `mode` overrides the
-  // settings' initial mode; `extra_flags` (FL_FN_*) join the planner's.
+  // site (e.g. not one probed already); null keeps all.
   std::expected<AttachedFile, AttachError> attach(
       const std::string& path, const TargetSpec& spec, BpfObject& object,
       std::optional<int> seen_by, std::optional<int> only,
-      const std::function<bool(const ProbeSite&)>& keep = {},
-      std::optional<uint32_t> mode = std::nullopt, uint32_t extra_flags = 0);
+      const std::function<bool(const ProbeSite&)>& keep = {}, const FunctionOptions& options = {});
 
   uint32_t free_ids(const BpfObject& object) const { return object.num_functions() - next_fn_id_; }
 

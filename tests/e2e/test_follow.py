@@ -260,3 +260,57 @@ def test_hundred_starts_keep_links_and_memory_bounded(procs, tool, target_app, t
     total = sum(r["count"] for r in parse_json_records(agent.text("stdout"))
                 if r["type"] == "total")
     assert total == 100 * 3, total
+
+
+def test_each_target_has_its_own_slow_calls(procs, tool, target_app, tmp_path):
+    """Slow-call settings per target: `few` keeps its 2 slowest (events mode:
+    the first is its max), `every` prints each call over 1 ms as it ends and
+    keeps the file's 4 slowest of those, `plain` has the file's 4; only
+    `every`'s calls are printed."""
+    programs = {}
+    for name in ("few", "every", "plain"):
+        programs[name] = tmp_path / f"app-{name}"
+        shutil.copy2(target_app, programs[name])
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        "slowest: 4\n"
+        "targets:\n"
+        f"  - {{name: few, program: {programs['few']}, functions: [slow_op], mode: events,"
+        " slowest: 2}\n"
+        f"  - {{name: every, program: {programs['every']}, functions: [slow_op],"
+        " slower_than: 1ms}\n"
+        f"  - {{name: plain, program: {programs['plain']}, functions: [slow_op]}}\n")
+    agent = start_agent(procs, tool, ["--config", config, "--json", "-i", "0.5"])
+    works = {name: run_workload(procs, programs[name]) for name in programs}
+    wait_for_attached(agent, 3)
+    for work in works.values():
+        work.start()
+    truths = {name: work.finish() for name, work in works.items()}
+    time.sleep(1.2)  # the last interval
+    assert agent.stop() == 0, agent.describe()
+
+    records = parse_json_records(agent.text("stdout"))
+    functions = [r for r in records if r.get("labels") and r.get("count")]
+    kept = {name: [r for r in functions if r["labels"]["target"] == name] for name in programs}
+    for name, k in (("few", 2), ("plain", 4)):
+        assert kept[name], records
+        for record in kept[name]:
+            assert len(record.get("exemplars", [])) == min(k, record["count"]), record
+    for record in kept["few"]:
+        assert record["exemplars"][0]["duration_ns"] == record["max_ns"], record
+    for record in kept["every"]:
+        assert len(record.get("exemplars", [])) <= 4, record
+        assert all(e["duration_ns"] >= 1_000_000 for e in record.get("exemplars", [])), record
+    printed = [r for r in records if r["type"] == "slow_call"]
+    assert printed and all(r["binary"] == str(programs["every"]) for r in printed), printed
+    assert all(r["duration_ns"] >= 1_000_000 == r["threshold_ns"] for r in printed), printed
+    # Each call of `every` the program itself timed (from its caller) at
+    # 2.048 ms or more (log2 row 11 and up) was printed; none it timed under
+    # 1 ms (row 9 starts at 512 us): a call looks no longer than its caller
+    # saw it.
+    truth = truths["every"]
+    rows = truth.rows("slow_op")
+    surely = sum(count for row, count in rows.items() if row >= 11)
+    maybe = sum(count for row, count in rows.items() if row >= 9)
+    assert surely <= len(printed) <= maybe, (printed, truth.data)
+    assert max(r["duration_ns"] for r in printed) <= truth.function("slow_op")["max_ns"]

@@ -17,9 +17,11 @@ constexpr const char* kFull = R"(targets:
     regex: false
     mode: kernel
     labels: {service: cart, tier: web}
+    slowest: 5
   - name: nginx
     program: nginx
     functions: ngx_http_process_request
+    slower_than: 2.5ms
 by: [cgroup, pid]
 slowest: 3
 interval: 10s
@@ -50,6 +52,11 @@ TEST(AgentConfig, ReadsEveryField) {
   EXPECT_EQ(config->targets[1].functions, std::vector<std::string>{"ngx_http_process_request"});
   EXPECT_EQ(config->targets[1].program, "nginx");
   EXPECT_FALSE(config->targets[1].mode.has_value());
+  // Slow calls of its own, or (unset) the run's.
+  EXPECT_EQ(checkout.slowest, 5u);
+  EXPECT_FALSE(checkout.slower_than_ns.has_value());
+  EXPECT_EQ(config->targets[1].slower_than_ns, 2'500'000u);
+  EXPECT_FALSE(config->targets[1].slowest.has_value());
   const AgentSettings& s = config->settings;
   EXPECT_EQ(s.by, (std::vector<std::string>{"cgroup", "pid"}));
   EXPECT_EQ(s.slowest, 3u);
@@ -90,6 +97,10 @@ TEST(AgentConfig, RefusesWhatItCannotUse) {
        "two targets follow /a"},
       {"targets:\n  - {name: a, program: /a, functions: [f]}\nby: [host]\n", "by: \"host\""},
       {"targets:\n  - {name: a, program: /a, functions: [f]}\nslowest: many\n", "whole number"},
+      {"targets:\n  - {name: a, program: /a, functions: [f]}\nslowest: 101\n", "1 to 100"},
+      {"targets:\n  - {name: a, program: /a, functions: [f], slowest: 0}\n", "1 to 100"},
+      {"targets:\n  - {name: a, program: /a, functions: [f], slower_than: soon}\n",
+       "slower_than must be a duration"},
       {"targets:\n  - {name: a, program: /a, functions: [f]}\ninterval: soon\n", "duration"},
       {"targets:\n  - {name: a, program: /a, functions: [f]}\nexporters: {statsd: {}}\n",
        "unknown field \"statsd\""},

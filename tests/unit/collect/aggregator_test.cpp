@@ -140,6 +140,28 @@ TEST(Aggregator, KeepsTheKSlowestCallsOfTheIntervalAndOfTheRun) {
   EXPECT_EQ(report.functions[0].total_slowest[1].tid, 4);
 }
 
+// --config: a target's own K; a function joining later with its own too.
+TEST(Aggregator, EachGroupKeepsItsOwnNumberOfSlowCalls) {
+  ReportGroup own{"f", "/bin/x", 0};
+  own.slowest = 1;
+  Aggregator aggregator({own, {"g", "/bin/x", 0}}, {0, 1}, 1000, kStart);
+  aggregator.set_slowest(3);
+  ReportGroup later{"h", "/bin/y", 0};
+  later.slowest = 2;
+  aggregator.join_function(2, later);
+  for (uint32_t fn : {0u, 1u, 2u}) {
+    for (int tid = 1; tid <= 4; tid++) aggregator.on_slow_call(fn, {}, slow_call(tid * 10, tid));
+  }
+  Report report = aggregator.take_report(Report::Kind::kInterval, kStart + std::chrono::seconds(1));
+  ASSERT_EQ(report.functions.size(), 3u);
+  std::map<std::string, size_t> kept;
+  for (const auto& function : report.functions) {
+    kept[function.symbol] = function.interval_slowest.size();
+    EXPECT_EQ(function.interval_slowest[0].tid, 4);  // the slowest first
+  }
+  EXPECT_EQ(kept, (std::map<std::string, size_t>{{"f", 1}, {"g", 3}, {"h", 2}}));
+}
+
 TEST(Aggregator, SlowCallsGoToTheirSeries) {
   Aggregator aggregator({{"f", "/bin/x", 0}}, {0}, 1000, kStart);
   aggregator.set_slowest(3);

@@ -77,5 +77,33 @@ TEST(SlowThresholds, FunctionsAttachedLater) {
   EXPECT_EQ(thresholds.threshold(9), 7u);
 }
 
+// A --config target's own options: its functions keep their own K or
+// threshold, the others the run's; the probes' settings convert both ways.
+TEST(SlowThresholds, FunctionsWithOptionsOfTheirOwn) {
+  SlowThresholds thresholds(2, {.slowest = 1});
+  thresholds.set_function(1, {.slowest = 2});
+  thresholds.set_function(3, {.slower_than_ns = 50});
+  for (uint64_t d : {10, 20, 30}) {
+    thresholds.observe(0, d);
+    thresholds.observe(1, d);
+    thresholds.observe(3, d);
+  }
+  EXPECT_EQ(thresholds.threshold(0), 30u);  // the run's K = 1
+  EXPECT_EQ(thresholds.threshold(1), 20u);  // its own K = 2
+  EXPECT_EQ(thresholds.threshold(3), 50u);  // pinned
+  EXPECT_EQ(thresholds.options_of(2), (SlowThresholdOptions{.slowest = 1}));
+
+  const SlowThresholdOptions cases[] = {
+      {}, {.slowest = 3}, {.slower_than_ns = 1000}, {.slowest = 0, .slower_than_ns = 0}};
+  for (const auto& options : cases) {
+    EXPECT_EQ(slow_options_of(slow_calls_for(options)), options);
+  }
+  // --slower-than pins the threshold: no floor in the probes.
+  const FunctionSlowCalls both = slow_calls_for({.slowest = 3, .slower_than_ns = 7});
+  EXPECT_EQ(both.slow_ns, 7u);
+  EXPECT_EQ(both.slowest_k, 0u);
+  EXPECT_EQ(slow_calls_for({}).slow_ns, UINT64_MAX);
+}
+
 }  // namespace
 }  // namespace funclatency
