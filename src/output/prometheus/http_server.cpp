@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -55,6 +56,7 @@ enum class Io { kProgress, kBlocked, kClosed };
 
 struct Connection {
   UniqueFd fd;
+  std::shared_ptr<TlsServerContext> tls;  // what `ssl` was made from; outlives it
   std::unique_ptr<SSL, SslFree> ssl;
   Phase phase = Phase::kIdle;
   Clock::time_point since;     // the phase's start: the oldest goes first when full
@@ -334,7 +336,8 @@ void HttpServer::Loop::accept_some(Clock::time_point now) {
     connection->fd = std::move(fd);
     Phase phase = Phase::kIdle;
     if (options.tls) {
-      connection->ssl.reset(SSL_new(options.tls->native()));
+      connection->tls = options.tls->current();  // a rotated certificate from now on
+      connection->ssl.reset(SSL_new(connection->tls->native()));
       if (!connection->ssl || SSL_set_fd(connection->ssl.get(), connection->fd.get()) != 1) {
         ERR_clear_error();
         continue;

@@ -24,7 +24,7 @@
 
 namespace funclatency {
 
-class TlsServerContext;
+class TlsContextSource;
 
 struct HttpLimits {
   std::chrono::milliseconds request_timeout{10'000};  // first byte (or accept) to the whole request
@@ -47,7 +47,10 @@ struct HttpServerOptions {
   HttpLimits limits;
   // Sent with every answer, the server's own error answers included.
   std::vector<std::pair<std::string, std::string>> headers;
-  std::shared_ptr<TlsServerContext> tls;  // null: plain HTTP
+  std::shared_ptr<TlsContextSource> tls;  // null: plain HTTP
+  // Hears what goes wrong on the server thread that no client is told (a
+  // failed poll, a certificate rotation that cannot be used): once each.
+  std::function<void(std::string_view)> log;
 };
 
 // Called on the server thread for each complete request. An answer with
