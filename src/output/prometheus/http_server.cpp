@@ -4,6 +4,7 @@
 #include "output/prometheus/http_server.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -11,12 +12,14 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <thread>
 
 #include "common/unique_fd.h"
@@ -38,6 +41,8 @@ constexpr std::chrono::milliseconds kDeferredRetry{50};
 // Out of descriptors with no connection to give up: how long the listener
 // rests before accept is tried again.
 constexpr std::chrono::milliseconds kDescriptorPause{100};
+// After poll() itself failed (ENOMEM, say): how long before it is tried again.
+constexpr std::chrono::milliseconds kPollFailurePause{100};
 
 struct SslFree {
   void operator()(SSL* ssl) const { SSL_free(ssl); }
@@ -151,6 +156,16 @@ uint16_t bound_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
 }
 
+// Leaves the calling thread no capability at all. Capabilities are a
+// thread's own on Linux: the thread that started this one may keep some
+// permitted (for a late attach), and a thread that parses what clients
+// send must not be able to raise them. 0, or the errno.
+int drop_thread_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[2] = {};
+  return syscall(SYS_capset, &header, none) == 0 ? 0 : errno;
+}
+
 }  // namespace
 
 std::string_view reason_phrase(int status) {
@@ -229,6 +244,11 @@ void HttpServer::Loop::enter(Connection& connection, Phase phase, Clock::time_po
 
 void HttpServer::Loop::run() {
   pthread_setname_np(pthread_self(), "fl-http");  // found by name in /proc/PID/task
+  if (int failed = drop_thread_capabilities(); failed != 0 && options.log) {
+    options.log("the /metrics server thread could not drop its capabilities: " +
+                std::string(std::strerror(failed)));
+  }
+  bool poll_failed_before = false;
   std::vector<pollfd> fds;
   while (!stopping) {
     Clock::time_point now = Clock::now();
@@ -244,7 +264,28 @@ void HttpServer::Loop::run() {
       fds.push_back({connection->fd.get(), events, 0});
     }
     int ready = poll(fds.data(), fds.size(), poll_timeout(now));
-    if (ready < 0 && errno != EINTR) break;
+    if (ready < 0 && errno != EINTR) {
+      // Said once; the loop goes on after a pause, so a passing shortage
+      // (ENOMEM) costs one pause, and a lasting one neither spins nor
+      // ends the endpoint without a word.
+      int reason = errno;
+      if (!poll_failed_before && options.log) {
+        options.log("the /metrics server's poll() failed with " + std::to_string(fds.size()) +
+                    " descriptors: " + std::strerror(reason) + "; retrying every " +
+                    std::to_string(kPollFailurePause.count()) + " ms, said once (" +
+                    (reason == EINVAL ? "more descriptors than the open-file limit allows: "
+                                        "raise ulimit -n"
+                                      : "short of memory?") +
+                    ")");
+      }
+      poll_failed_before = true;
+      uint64_t count = 0;
+      pollfd wake_only{wake.get(), POLLIN, 0};
+      if (::poll(&wake_only, 1, static_cast<int>(kPollFailurePause.count())) > 0) {
+        [[maybe_unused]] auto drained = read(wake.get(), &count, sizeof count);
+      }
+      continue;
+    }
     if (stopping) break;
     now = Clock::now();
     if (ready > 0) {

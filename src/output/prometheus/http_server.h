@@ -7,7 +7,9 @@
 // the whole request, for writing the answer and for idling between kept-alive
 // requests; a cap on the head and body size; a cap on open connections that,
 // when reached, drops the connection doing the least (idle ones first,
-// oldest first). With a TLS context, every connection speaks TLS.
+// oldest first). With a TLS context, every connection speaks TLS. The thread
+// holds no capability, permitted or effective, whatever the thread that
+// started it keeps.
 #pragma once
 
 #include <chrono>
