@@ -13,7 +13,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -221,6 +223,31 @@ TEST(HttpServer, StopsPromptlyWithConnectionsOpen) {
   test.server->stop();  // idempotent
   EXPECT_LT(std::chrono::steady_clock::now() - start, 500ms);
   EXPECT_TRUE(half.closed_within(200ms));
+}
+
+// Each answer is a head and a body, two writes: with Nagle's algorithm the
+// body waited for the client's delayed ACK, 40 ms an answer once a kept-alive
+// connection leaves TCP's quick-ACK start (Prometheus keeps connections).
+TEST(HttpServer, KeptAliveAnswersDoNotWaitForDelayedAcks) {
+  HttpLimits limits = short_limits();
+  limits.idle_timeout = 10s;
+  TestServer test(limits);
+  Client client(test.port());
+  std::vector<double> seconds;
+  for (int i = 0; i < 30; i++) {
+    auto start = std::chrono::steady_clock::now();
+    client.send_text("GET /k HTTP/1.1\r\nHost: x\r\n\r\n");
+    std::string answer;
+    while (!answer.ends_with("hello /k") && std::chrono::steady_clock::now() - start < 1s) {
+      answer += client.receive(5ms);
+    }
+    ASSERT_TRUE(answer.ends_with("hello /k")) << answer;
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  std::printf("kept-alive answers: median %.4f s, slowest %.4f s\n", seconds[15], seconds.back());
+  EXPECT_LT(seconds[15], 0.02);
 }
 
 // poll() refuses more descriptors than RLIMIT_NOFILE allows (EINVAL): a
