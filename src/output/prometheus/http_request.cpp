@@ -91,7 +91,7 @@ HeadEnd find_head_end(std::string_view received, size_t start) {
 bool is_request_target(std::string_view target) {
   for (char c : target) {
     auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x21 || byte > 0x7e) return false;
+    if (byte < 0x21 || byte > 0x7e || c == '#') return false;  // no fragment in a request
   }
   if (target.starts_with('/') || target == "*") return true;
   size_t scheme_end = target.find("://");
@@ -99,8 +99,40 @@ bool is_request_target(std::string_view target) {
   // A scheme of letters alone ("http"), as http_parser wants it; RFC 3986
   // would allow digits, "+", "-" and "." too, which no scraper sends.
   std::string_view scheme = target.substr(0, scheme_end);
-  return std::all_of(scheme.begin(), scheme.end(),
-                     [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; });
+  if (!std::all_of(scheme.begin(), scheme.end(),
+                   [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })) {
+    return false;
+  }
+  // The authority: a host name or address (no user information), then
+  // maybe ":" and digits.
+  std::string_view authority = target.substr(scheme_end + 3);
+  authority = authority.substr(0, authority.find_first_of("/?"));
+  std::string_view host = authority, port;
+  if (authority.starts_with('[')) {  // an IPv6 literal
+    size_t close = authority.find(']');
+    if (close == std::string_view::npos) return false;
+    host = authority.substr(1, close - 1);
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != host.npos) {
+      return false;
+    }
+    std::string_view rest = authority.substr(close + 1);
+    if (!rest.empty() && !rest.starts_with(':')) return false;
+    port = rest.empty() ? rest : rest.substr(1);
+  } else {
+    size_t colon = authority.find(':');
+    if (colon != std::string_view::npos) {
+      host = authority.substr(0, colon);
+      port = authority.substr(colon + 1);
+    }
+    if (host.empty() || !std::all_of(host.begin(), host.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
+        })) {
+      return false;
+    }
+  }
+  return port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) {
+           return std::isdigit(static_cast<unsigned char>(c)) != 0;
+         });
 }
 
 ParsedHead parse_request_line(std::string_view line) {
