@@ -260,7 +260,8 @@ Result<Sinks> open_sinks(const Config& config, const PrometheusCliValues& promet
     console.slow_call_stacks = config.verbose;  // --slower-than lines with their stacks
     sinks.add(std::make_unique<ConsoleSink>(stdout, console), false);
   }
-  auto prometheus = load_prometheus_sink(prometheus_values);
+  auto prometheus = load_prometheus_sink(
+      prometheus_values, [messages](std::string_view line) { messages.note(std::string(line)); });
   if (!prometheus) return std::unexpected(prometheus.error());
   if (*prometheus) {
     messages.detail(fmt::format("serving Prometheus metrics on {}", prometheus_values.listen));

@@ -4,11 +4,15 @@ scrapes through tls_config + basic_auth and the dashboards' PromQL query
 answers; no credentials or a wrong password get 401; plain HTTP on the TLS
 port gets no answer; with RequireAndVerifyClientCert a client without a
 certificate (or with one from another CA) cannot connect. A bad web-config is
-one line and exit code 2, before anything is attached."""
+one line and exit code 2, before anything is attached. A certificate
+rotated on disk serves the next handshake, without a restart; a broken one
+leaves the previous one serving."""
 
 import base64
 import crypt
+import hashlib
 import http.client
+import os
 import shutil
 import signal
 import socket
@@ -18,7 +22,7 @@ import pytest
 
 from conftest import assert_refused, free_port, run_tool, wait_until
 from test_prometheus import DASHBOARD_QUERY, PrometheusServer
-from tls_certs import make_certificates
+from tls_certs import make_certificates, make_server_certificate
 
 PASSWORD = "correct horse"
 
@@ -175,3 +179,77 @@ def test_missing_web_config_is_refused(tool, target_app, tmp_path):
     result = run_tool(tool, ["--prometheus", f"127.0.0.1:{free_port()}", "--web-config",
                              tmp_path / "absent.yml", f"{target_app}:slow_op"])
     assert_refused(result, r"--web-config: cannot read .*absent\.yml: No such file")
+
+
+# --- Certificate rotation (issue 24) -------------------------------------------
+
+
+def served_certificate(port, ca):
+    """SHA-256 of the certificate the endpoint presents in a new handshake,
+    verified against `ca` for 127.0.0.1."""
+    context = ssl.create_default_context(cafile=str(ca))
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            return hashlib.sha256(tls.getpeercert(binary_form=True)).hexdigest()
+
+
+def fingerprint(pem_path):
+    return hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem_path.read_text())).hexdigest()
+
+
+def replace_file(path, content):
+    """As a deployment writes a file: a new one renamed over the old."""
+    staged = path.with_name(path.name + ".new")
+    staged.write_bytes(content)
+    os.replace(staged, path)
+
+
+@pytest.mark.bpf
+def test_a_certificate_rotated_on_disk_serves_the_next_handshake(procs, tool, target_app,
+                                                                 tmp_path):
+    certs = make_certificates(tmp_path / "certs")
+    web_config = write_web_config(certs, name="rotating.yml", auth_type=None)
+    port = free_port()
+    traced = procs.start_tool(tool, ["--prometheus", f"127.0.0.1:{port}", "--web-config",
+                                     web_config, f"{target_app}:slow_op"])
+    context = tls_context(certs, client_cert=False)
+    first = fingerprint(certs.server_cert)
+    assert served_certificate(port, certs.ca) == first
+    kept = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=5)
+    login = {"Authorization": "Basic " + base64.b64encode(f"scraper:{PASSWORD}".encode()).decode()}
+    kept.request("GET", "/", headers=login)  # a connection open across the rotation
+    assert kept.getresponse().read().startswith(b"funclatency")
+
+    # Renewed: the key, then the certificate, each renamed into place.
+    new_cert, new_key = make_server_certificate(certs.ca.parent, "server-renewed")
+    replace_file(certs.server_key, new_key.read_bytes())
+    replace_file(certs.server_cert, new_cert.read_bytes())
+    renewed = fingerprint(new_cert)
+    assert renewed != first
+    assert served_certificate(port, certs.ca) == renewed
+    assert get(port, context, "scraper", PASSWORD)[0] == 200
+    kept.request("GET", "/", headers=login)  # it goes on with the certificate it began with
+    assert kept.getresponse().status == 200
+    kept.close()
+    traced.wait_for_line("stderr", r"TLS files changed on disk", 5)
+
+    # A broken certificate (half written, say): the renewed one keeps serving,
+    # and the breakage is said once, however many clients come.
+    replace_file(certs.server_cert, b"-----BEGIN CERTIFICATE-----\nnot base64 at all\n")
+    for _ in range(5):
+        assert served_certificate(port, certs.ca) == renewed
+    assert get(port, context, "scraper", PASSWORD)[0] == 200
+    # A certificate whose key is not there yet: kept too, said once more.
+    later_cert, later_key = make_server_certificate(certs.ca.parent, "server-later")
+    replace_file(certs.server_cert, later_cert.read_bytes())
+    assert served_certificate(port, certs.ca) == renewed
+    refusals = [line for line in traced.lines("stderr") if "cannot be used" in line]
+    assert len(refusals) == 2, traced.describe()
+    assert "server.pem" in refusals[0] and "holds no PEM certificate" in refusals[0], refusals
+    assert "is not the key of" in refusals[1], refusals
+    # Its key arrives: the next handshake has it. No restart throughout.
+    replace_file(certs.server_key, later_key.read_bytes())
+    assert served_certificate(port, certs.ca) == fingerprint(later_cert)
+    assert get(port, context, "scraper", PASSWORD)[0] == 200
+    assert traced.popen.poll() is None
+    assert traced.stop(signal.SIGINT) == 0, traced.describe()

@@ -38,6 +38,14 @@ def _make_leaf(folder: Path, ca: str, name: str, extensions: str):
              cwd=folder)
 
 
+def make_server_certificate(folder: Path, name: str):
+    """Another server certificate and key for 127.0.0.1, signed by the CA of
+    make_certificates(folder): (certificate, key)."""
+    _make_leaf(folder, "ca", name,
+               "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    return folder / f"{name}.pem", folder / f"{name}.key"
+
+
 def make_certificates(folder: Path) -> Certificates:
     folder.mkdir(parents=True, exist_ok=True)
     _make_ca(folder, "ca")

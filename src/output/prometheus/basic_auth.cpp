@@ -74,6 +74,27 @@ bool decode_base64(std::string_view text, std::string& decoded) {
   return padding <= 2 && (text.size() % 4 == 0 || padding == 0) && held < 6;
 }
 
+bool parse_basic_authorization(std::string_view authorization, std::string& user,
+                               std::string& password) {
+  user.clear();
+  password.clear();
+  constexpr std::string_view kScheme = "Basic ";
+  if (authorization.size() < kScheme.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); i++) {  // the scheme is case-insensitive
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) !=
+        std::tolower(static_cast<unsigned char>(kScheme[i]))) {
+      return false;
+    }
+  }
+  std::string credentials;
+  if (!decode_base64(authorization.substr(kScheme.size()), credentials)) return false;
+  size_t colon = credentials.find(':');
+  if (colon == std::string::npos) return false;
+  user = credentials.substr(0, colon);
+  password = credentials.substr(colon + 1);
+  return true;
+}
+
 BasicAuth::BasicAuth(std::map<std::string, std::string, std::less<>> users,
                      std::function<void()> on_checked)
     : users_(std::move(users)), on_checked_(std::move(on_checked)) {}
@@ -89,26 +110,14 @@ BasicAuth::~BasicAuth() {
 
 AuthVerdict BasicAuth::check(std::string_view authorization, std::string_view client) {
   if (users_.empty()) return AuthVerdict::kAllowed;
-  constexpr std::string_view kScheme = "Basic ";
-  if (authorization.size() < kScheme.size()) return AuthVerdict::kRefused;
-  for (size_t i = 0; i < kScheme.size(); i++) {  // the scheme is case-insensitive
-    if (std::tolower(static_cast<unsigned char>(authorization[i])) !=
-        std::tolower(static_cast<unsigned char>(kScheme[i]))) {
-      return AuthVerdict::kRefused;
-    }
-  }
-  std::string credentials;
-  if (!decode_base64(authorization.substr(kScheme.size()), credentials)) {
-    return AuthVerdict::kRefused;
-  }
-  size_t colon = credentials.find(':');
-  if (colon == std::string::npos) return AuthVerdict::kRefused;
+  std::string name, password;
+  if (!parse_basic_authorization(authorization, name, password)) return AuthVerdict::kRefused;
   // An unknown user is checked against a known user's hash (the same cost)
   // and refused whatever the result: no faster than a wrong password.
-  auto user = users_.find(std::string_view(credentials).substr(0, colon));
+  auto user = users_.find(name);
   const bool known = user != users_.end();
   const std::string& hash = known ? user->second : users_.begin()->second;
-  std::string digest = digest_of(credentials);
+  std::string digest = digest_of(name + ":" + password);
   std::lock_guard lock(mutex_);
   if (verified_.contains(digest)) return AuthVerdict::kAllowed;
   if (refused_.contains(digest)) return AuthVerdict::kRefused;
@@ -130,7 +139,7 @@ AuthVerdict BasicAuth::check(std::string_view authorization, std::string_view cl
     turns_.emplace_back(client);
   }
   queued_.insert(digest);
-  queue->second.push_back({std::move(digest), credentials.substr(colon + 1), hash, known});
+  queue->second.push_back({std::move(digest), std::move(password), hash, known});
   queued_jobs_++;
   wake_.notify_one();
   return AuthVerdict::kPending;

@@ -68,4 +68,10 @@ class BasicAuth {
 // Standard base64 (padding optional); false on any other character.
 bool decode_base64(std::string_view text, std::string& decoded);
 
+// An Authorization header's value, "Basic " (any case) then base64 of
+// "user:password" (RFC 7617: the user ends at the first colon). False when
+// it is not that.
+bool parse_basic_authorization(std::string_view authorization, std::string& user,
+                               std::string& password);
+
 }  // namespace funclatency

@@ -4,18 +4,24 @@
 #include "output/prometheus/http_server.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <thread>
 
 #include "common/unique_fd.h"
@@ -37,6 +43,8 @@ constexpr std::chrono::milliseconds kDeferredRetry{50};
 // Out of descriptors with no connection to give up: how long the listener
 // rests before accept is tried again.
 constexpr std::chrono::milliseconds kDescriptorPause{100};
+// After poll() itself failed (ENOMEM, say): how long before it is tried again.
+constexpr std::chrono::milliseconds kPollFailurePause{100};
 
 struct SslFree {
   void operator()(SSL* ssl) const { SSL_free(ssl); }
@@ -55,6 +63,7 @@ enum class Io { kProgress, kBlocked, kClosed };
 
 struct Connection {
   UniqueFd fd;
+  std::shared_ptr<TlsServerContext> tls;  // what `ssl` was made from; outlives it
   std::unique_ptr<SSL, SslFree> ssl;
   Phase phase = Phase::kIdle;
   Clock::time_point since;     // the phase's start: the oldest goes first when full
@@ -149,6 +158,16 @@ uint16_t bound_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
 }
 
+// Leaves the calling thread no capability at all. Capabilities are a
+// thread's own on Linux: the thread that started this one may keep some
+// permitted (for a late attach), and a thread that parses what clients
+// send must not be able to raise them. 0, or the errno.
+int drop_thread_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct none[2] = {};
+  return syscall(SYS_capset, &header, none) == 0 ? 0 : errno;
+}
+
 }  // namespace
 
 std::string_view reason_phrase(int status) {
@@ -227,6 +246,11 @@ void HttpServer::Loop::enter(Connection& connection, Phase phase, Clock::time_po
 
 void HttpServer::Loop::run() {
   pthread_setname_np(pthread_self(), "fl-http");  // found by name in /proc/PID/task
+  if (int failed = drop_thread_capabilities(); failed != 0 && options.log) {
+    options.log("the /metrics server thread could not drop its capabilities: " +
+                std::string(std::strerror(failed)));
+  }
+  bool poll_failed_before = false;
   std::vector<pollfd> fds;
   while (!stopping) {
     Clock::time_point now = Clock::now();
@@ -242,7 +266,28 @@ void HttpServer::Loop::run() {
       fds.push_back({connection->fd.get(), events, 0});
     }
     int ready = poll(fds.data(), fds.size(), poll_timeout(now));
-    if (ready < 0 && errno != EINTR) break;
+    if (ready < 0 && errno != EINTR) {
+      // Said once; the loop goes on after a pause, so a passing shortage
+      // (ENOMEM) costs one pause, and a lasting one neither spins nor
+      // ends the endpoint without a word.
+      int reason = errno;
+      if (!poll_failed_before && options.log) {
+        options.log("the /metrics server's poll() failed with " + std::to_string(fds.size()) +
+                    " descriptors: " + std::strerror(reason) + "; retrying every " +
+                    std::to_string(kPollFailurePause.count()) + " ms, said once (" +
+                    (reason == EINVAL ? "more descriptors than the open-file limit allows: "
+                                        "raise ulimit -n"
+                                      : "short of memory?") +
+                    ")");
+      }
+      poll_failed_before = true;
+      uint64_t count = 0;
+      pollfd wake_only{wake.get(), POLLIN, 0};
+      if (::poll(&wake_only, 1, static_cast<int>(kPollFailurePause.count())) > 0) {
+        [[maybe_unused]] auto drained = read(wake.get(), &count, sizeof count);
+      }
+      continue;
+    }
     if (stopping) break;
     now = Clock::now();
     if (ready > 0) {
@@ -330,11 +375,17 @@ void HttpServer::Loop::accept_some(Clock::time_point now) {
     accepted++;
     if (connections.size() >= options.limits.max_connections) evict_one();
     auto connection = std::make_unique<Connection>();
+    // The head and the body go out in two writes (two TLS records): with
+    // Nagle's algorithm the second waits for the client's delayed ACK, 40 ms
+    // on every answer of a kept-alive connection, as Prometheus keeps them.
+    int yes = 1;
+    setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     connection->client = peer_address(fd.get());
     connection->fd = std::move(fd);
     Phase phase = Phase::kIdle;
     if (options.tls) {
-      connection->ssl.reset(SSL_new(options.tls->native()));
+      connection->tls = options.tls->current();  // a rotated certificate from now on
+      connection->ssl.reset(SSL_new(connection->tls->native()));
       if (!connection->ssl || SSL_set_fd(connection->ssl.get(), connection->fd.get()) != 1) {
         ERR_clear_error();
         continue;

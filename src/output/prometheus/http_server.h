@@ -7,7 +7,9 @@
 // the whole request, for writing the answer and for idling between kept-alive
 // requests; a cap on the head and body size; a cap on open connections that,
 // when reached, drops the connection doing the least (idle ones first,
-// oldest first). With a TLS context, every connection speaks TLS.
+// oldest first). With a TLS context, every connection speaks TLS. The thread
+// holds no capability, permitted or effective, whatever the thread that
+// started it keeps.
 #pragma once
 
 #include <chrono>
@@ -24,7 +26,7 @@
 
 namespace funclatency {
 
-class TlsServerContext;
+class TlsContextSource;
 
 struct HttpLimits {
   std::chrono::milliseconds request_timeout{10'000};  // first byte (or accept) to the whole request
@@ -47,7 +49,10 @@ struct HttpServerOptions {
   HttpLimits limits;
   // Sent with every answer, the server's own error answers included.
   std::vector<std::pair<std::string, std::string>> headers;
-  std::shared_ptr<TlsServerContext> tls;  // null: plain HTTP
+  std::shared_ptr<TlsContextSource> tls;  // null: plain HTTP
+  // Hears what goes wrong on the server thread that no client is told (a
+  // failed poll, a certificate rotation that cannot be used): once each.
+  std::function<void(std::string_view)> log;
 };
 
 // Called on the server thread for each complete request. An answer with

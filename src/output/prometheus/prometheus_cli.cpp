@@ -5,7 +5,8 @@
 
 namespace funclatency {
 
-Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& values) {
+Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& values,
+                                                   std::function<void(std::string_view)> log) {
   if (!values.enabled) return std::unique_ptr<Sink>();
   auto address = parse_listen_address(values.listen);
   if (!address) return std::unexpected(address.error());
@@ -15,7 +16,8 @@ Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& va
     if (!loaded) return std::unexpected(loaded.error());
     web = std::move(*loaded);
   }
-  auto sink = PrometheusSink::listen(*address, values.prefix, web);  // served after the drop
+  auto sink = PrometheusSink::listen(*address, values.prefix, web, {},
+                                     std::move(log));  // served after the drop
   if (!sink) return std::unexpected(sink.error());
   return std::unique_ptr<Sink>(std::move(*sink));
 }

@@ -3,8 +3,10 @@
 // describe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 #include "output/sink.h"
@@ -26,7 +28,9 @@ void add_prometheus_options(CLI::App& app, PrometheusCliValues& values);
 
 // Reads the web-config and binds the endpoint (call it before attaching
 // anything: a bad web-config or a port in use is a kBadInput error) and returns the sink serving
-// it; nullptr when --prometheus was not given.
-Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& values);
+// it; nullptr when --prometheus was not given. `log` hears what the server
+// thread says later (main: one line each to stderr).
+Result<std::unique_ptr<Sink>> make_prometheus_sink(const PrometheusCliValues& values,
+                                                   std::function<void(std::string_view)> log = {});
 
 }  // namespace funclatency

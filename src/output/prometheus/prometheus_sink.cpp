@@ -76,11 +76,10 @@ struct PrometheusSink::State {
   }
 };
 
-Result<std::unique_ptr<PrometheusSink>> PrometheusSink::serve(const ListenAddress& address,
-                                                              std::string metric_prefix,
-                                                              const WebConfig& web,
-                                                              HttpLimits limits) {
-  auto sink = listen(address, std::move(metric_prefix), web, limits);
+Result<std::unique_ptr<PrometheusSink>> PrometheusSink::serve(
+    const ListenAddress& address, std::string metric_prefix, const WebConfig& web,
+    HttpLimits limits, std::function<void(std::string_view)> log) {
+  auto sink = listen(address, std::move(metric_prefix), web, limits, std::move(log));
   if (!sink) return std::unexpected(sink.error());
   if (auto started = (*sink)->start(); !started) return std::unexpected(started.error());
   return sink;
@@ -90,17 +89,17 @@ Result<void> PrometheusSink::start() {
   return state_->server->serve();
 }
 
-Result<std::unique_ptr<PrometheusSink>> PrometheusSink::listen(const ListenAddress& address,
-                                                               std::string metric_prefix,
-                                                               const WebConfig& web,
-                                                               HttpLimits limits) {
+Result<std::unique_ptr<PrometheusSink>> PrometheusSink::listen(
+    const ListenAddress& address, std::string metric_prefix, const WebConfig& web,
+    HttpLimits limits, std::function<void(std::string_view)> log) {
   auto prefix = validate_metric_prefix(metric_prefix);
   if (!prefix) return std::unexpected(prefix.error());
   HttpServerOptions options;
   options.limits = limits;
   options.headers = web.headers;
+  options.log = log;
   if (web.tls) {
-    auto tls = TlsServerContext::create(*web.tls);
+    auto tls = TlsContextSource::create(*web.tls, std::move(log));
     if (!tls) return std::unexpected(tls.error());
     options.tls = std::move(*tls);
   }

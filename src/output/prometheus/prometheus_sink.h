@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 #include "output/prometheus/http_server.h"
@@ -23,16 +25,15 @@ class PrometheusSink : public Sink {
   // request, runs no TLS handshake and no bcrypt until start(), which
   // funclatency calls once its privileges are dropped. Until the first
   // write() the endpoint serves the metadata with no series. A certificate or
-  // key that cannot be read or used is kBadInput too.
-  static Result<std::unique_ptr<PrometheusSink>> listen(const ListenAddress& address,
-                                                        std::string metric_prefix,
-                                                        const WebConfig& web = {},
-                                                        HttpLimits limits = {});
+  // key that cannot be read or used is kBadInput too. `log` hears, one line
+  // each, what the server thread cannot tell a client (HttpServerOptions::log).
+  static Result<std::unique_ptr<PrometheusSink>> listen(
+      const ListenAddress& address, std::string metric_prefix, const WebConfig& web = {},
+      HttpLimits limits = {}, std::function<void(std::string_view)> log = {});
   // listen(), then start().
-  static Result<std::unique_ptr<PrometheusSink>> serve(const ListenAddress& address,
-                                                       std::string metric_prefix,
-                                                       const WebConfig& web = {},
-                                                       HttpLimits limits = {});
+  static Result<std::unique_ptr<PrometheusSink>> serve(
+      const ListenAddress& address, std::string metric_prefix, const WebConfig& web = {},
+      HttpLimits limits = {}, std::function<void(std::string_view)> log = {});
   ~PrometheusSink() override;
 
   // Begins serving: accepting, reading requests, handshakes, bcrypt.

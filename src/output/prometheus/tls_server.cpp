@@ -1,5 +1,6 @@
 // tls_server_config -> SSL_CTX. Certificates and keys are read into memory
-// here, so they stay usable after funclatency drops its privileges.
+// here, so they stay usable after funclatency drops its privileges; a
+// rotation on disk is read (without privileges) when a connection arrives.
 #include "output/prometheus/tls_server.h"
 
 #include <arpa/inet.h>
@@ -7,6 +8,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -272,6 +274,91 @@ TlsServerContext::TlsServerContext(SSL_CTX* context, std::unique_ptr<Owned> owne
 
 TlsServerContext::~TlsServerContext() {
   SSL_CTX_free(context_);
+}
+
+bool TlsContextSource::Stamp::operator==(const Stamp& other) const {
+  return error == other.error && device == other.device && inode == other.inode &&
+         size == other.size && modified.tv_sec == other.modified.tv_sec &&
+         modified.tv_nsec == other.modified.tv_nsec && changed.tv_sec == other.changed.tv_sec &&
+         changed.tv_nsec == other.changed.tv_nsec;
+}
+
+namespace {
+
+// stat() follows symbolic links: a Kubernetes Secret volume swaps its
+// ..data link, so the file reached changes inode.
+TlsContextSource::Stamp stamp_of(const std::string& path) {
+  TlsContextSource::Stamp stamp;
+  if (path.empty()) return stamp;
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) {
+    stamp.error = errno;
+    return stamp;
+  }
+  stamp.device = info.st_dev;
+  stamp.inode = info.st_ino;
+  stamp.size = info.st_size;
+  stamp.modified = info.st_mtim;
+  stamp.changed = info.st_ctim;
+  return stamp;
+}
+
+// cert_file, key_file, client_ca_file; inline PEM has no file.
+std::array<TlsContextSource::Stamp, 3> stamps_of(const TlsServerConfig& config) {
+  return {stamp_of(config.cert.empty() ? config.cert_file : std::string()),
+          stamp_of(config.key.empty() ? config.key_file : std::string()),
+          stamp_of(config.client_ca_file)};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TlsContextSource>> TlsContextSource::create(TlsServerConfig config,
+                                                                   Log log) {
+  // The files are looked at before they are read: a change in between is
+  // seen by the next current() and read again, never missed.
+  auto stamps = stamps_of(config);
+  auto context = TlsServerContext::create(config);
+  if (!context) return std::unexpected(context.error());
+  std::unique_ptr<TlsContextSource> source(
+      new TlsContextSource(std::move(config), std::move(log), std::move(*context)));
+  source->built_from_ = stamps;
+  source->refused_ = stamps;
+  return source;
+}
+
+TlsContextSource::TlsContextSource(TlsServerConfig config, Log log,
+                                   std::shared_ptr<TlsServerContext> context)
+    : config_(std::move(config)), log_(std::move(log)), context_(std::move(context)) {
+  // Inline PEM (cert, key) has no file to watch.
+  watched_ = (config_.cert.empty() && !config_.cert_file.empty()) ||
+             (config_.key.empty() && !config_.key_file.empty()) || !config_.client_ca_file.empty();
+}
+
+std::shared_ptr<TlsServerContext> TlsContextSource::current() {
+  if (!watched_) return context_;
+  auto now = stamps_of(config_);
+  // Unchanged since the context in force was built, or the same change
+  // that was refused already: nothing to read.
+  if (now == built_from_ || now == refused_) return context_;
+  auto rebuilt = TlsServerContext::create(config_);
+  if (!rebuilt) {
+    refused_ = now;
+    if (log_) {
+      log_(
+          "--web-config: the changed TLS files cannot be used, new connections keep the "
+          "previous certificate: " +
+          rebuilt.error().message());
+    }
+    return context_;
+  }
+  context_ = std::move(*rebuilt);
+  built_from_ = now;
+  refused_ = now;
+  if (log_) {
+    log_("--web-config: TLS files changed on disk; new connections use cert_file " +
+         (config_.cert.empty() ? config_.cert_file : std::string("(inline)")));
+  }
+  return context_;
 }
 
 }  // namespace funclatency

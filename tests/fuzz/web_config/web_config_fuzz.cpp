@@ -1,8 +1,11 @@
 // libFuzzer target for what a hostile file or client hands the Prometheus
 // endpoint: the web-config parser (YAML through yaml-cpp), the HTTP request
-// head parser and the Basic-auth base64 decoder. The first byte picks the
-// parser; the rest is its input. Beyond not crashing, each result must keep
-// the promises its header makes.
+// head parser and the Basic-auth header (its base64 decoder, and the
+// "Basic user:password" split, which must round-trip through an encoder
+// of OpenSSL's). The first byte picks the parser; the rest is its input.
+// Beyond not crashing, each result must keep the promises its header makes.
+#include <openssl/evp.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -92,6 +95,37 @@ void fuzz_base64(std::string_view text) {
   if (decode_base64(text, decoded)) check(decoded.size() <= text.size() * 3 / 4);
 }
 
+// What a client sends for `credentials`, encoded by OpenSSL, not by us.
+std::string basic_header(const std::string& credentials) {
+  std::string encoded(4 * ((credentials.size() + 2) / 3) + 1, '\0');
+  int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                               reinterpret_cast<const unsigned char*>(credentials.data()),
+                               static_cast<int>(credentials.size()));
+  encoded.resize(static_cast<size_t>(length));
+  return "Basic " + encoded;
+}
+
+void fuzz_basic_authorization(std::string_view header) {
+  std::string user, password, again_user, again_password;
+  // The input as credentials: what a client encodes comes back as sent.
+  std::string raw(header);
+  size_t colon = raw.find(':');
+  check(parse_basic_authorization(basic_header(raw), again_user, again_password) ==
+        (colon != std::string::npos));
+  if (colon != std::string::npos) {
+    check(again_user == raw.substr(0, colon) && again_password == raw.substr(colon + 1));
+  }
+  // The input as a header.
+  if (!parse_basic_authorization(header, user, password)) {
+    check(user.empty() && password.empty());
+    return;
+  }
+  check(user.find(':') == std::string::npos);  // the user ends at the first colon
+  check(user.size() + 1 + password.size() <= (header.size() - 6) * 3 / 4);
+  check(parse_basic_authorization(basic_header(user + ":" + password), again_user, again_password));
+  check(again_user == user && again_password == password);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -106,6 +140,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     default:
       fuzz_base64(input);
+      fuzz_basic_authorization(input);
       break;
   }
   return 0;

@@ -91,5 +91,27 @@ TEST(HttpRequestHead, RefusesWhatItDoesNotServe) {
   EXPECT_EQ(status_of("POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"), 400);
 }
 
+// Found by the differential fuzzer (tests/fuzz/http_head): heads this parser
+// accepted and http_parser refuses, so a proxy built on it and this server
+// would disagree about them. Now refused here too.
+TEST(HttpRequestHead, RefusesWhatTheReferenceParserRefuses) {
+  auto status_of = [](std::string text) { return parse_request_head(text, 1000).http_status; };
+  const std::string host = " HTTP/1.1\r\nHost: a\r\n";
+  EXPECT_EQ(status_of("GET metrics" + host + "\r\n"), 400);          // no origin-form
+  EXPECT_EQ(status_of("GET /m\xc3\xa9trics" + host + "\r\n"), 400);  // not percent-encoded
+  EXPECT_EQ(status_of("GET h2-x://a/m" + host + "\r\n"), 400);       // a scheme but letters
+  EXPECT_EQ(status_of("GET http://a:94x4/m" + host + "\r\n"), 400);  // a port but digits
+  EXPECT_EQ(status_of("GET http://a<b/m" + host + "\r\n"), 400);     // a host name's bytes
+  EXPECT_EQ(status_of("GET /m#top" + host + "\r\n"), 400);           // a fragment
+  EXPECT_EQ(status_of("GET /" + host + "Content-Length: 2\r\nContent-Length: 2\r\n\r\n"), 400);
+  // Still fine: origin-, absolute- and asterisk-form, a percent-encoded byte.
+  for (std::string target :
+       {"/m%C3%A9trics?x=1", "http://a:9464/metrics", "http://[::1]:9464/m", "HTTP://a", "*"}) {
+    EXPECT_EQ(parse_request_head("GET " + target + host + "\r\n", 1000).status,
+              HeadStatus::kComplete)
+        << target;
+  }
+}
+
 }  // namespace
 }  // namespace funclatency
