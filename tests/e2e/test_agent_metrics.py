@@ -16,6 +16,7 @@ from datetime import datetime
 import pytest
 
 from conftest import TOOL_ATTACH_TIMEOUT, free_port, wait_until
+from test_otlp import attributes, metrics_of, receiver_program, start_receiver  # noqa: F401
 from test_prometheus import PrometheusServer
 
 pytestmark = pytest.mark.bpf
@@ -186,3 +187,68 @@ def test_self_metrics_match_the_agent_records(procs, tool, target_app, tmp_path,
     target = prometheus.api("targets")["activeTargets"][0]
     assert target["health"] == "up" and target["lastError"] == "", target
     assert traced.stop() == 0, traced.describe()
+
+
+def thread_named(pid, name):
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+                if comm.read().strip() == name:
+                    return int(tid)
+        except FileNotFoundError:
+            continue
+    return None
+
+
+def capabilities(pid, tid):
+    """CapEff and CapPrm of one thread, as integers."""
+    with open(f"/proc/{pid}/task/{tid}/status") as status:
+        fields = dict(line.split(":", 1) for line in status if line.startswith("Cap"))
+    return int(fields["CapEff"], 16), int(fields["CapPrm"], 16)
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_self_metrics_over_otlp_match_the_agent_records(procs, tool, target_app, tmp_path,
+                                                        receiver_program, protocol):
+    """The same self-metrics through a real OTLP receiver: the last request
+    the agent sends (at its end) carries what its last {"type":"agent"}
+    record says. With --slowest the main thread keeps capabilities
+    permitted; the thread that reads the collector's answers has none."""
+    app = tmp_path / "target-app"
+    shutil.copy2(target_app, app)
+    receiver = start_receiver(procs, receiver_program)
+    traced = procs.spawn([tool, "--follow", f"--otlp={receiver.url(protocol)}",
+                          "--otlp-protocol", protocol, "--slowest", "2", "--json", "-i", "1",
+                          f"{app}:slow_op"])
+    traced.wait_for_line("stderr", r"^Following ", TOOL_ATTACH_TIMEOUT)
+    sender = thread_named(traced.pid, "fl-otlp")
+    assert sender, "no fl-otlp thread"
+    assert capabilities(traced.pid, traced.pid)[1] != 0  # kept for naming stacks
+    assert capabilities(traced.pid, sender) == (0, 0)
+    work = procs.start_workload(app, ["--calls", "300", "--threads", "1", "--rate", "300"])
+    work.start()
+    assert work.finish(timeout=60).function("slow_op")["returned"] == 300
+    time.sleep(1.5)  # an interval after the last call
+    assert traced.stop() == 0, traced.describe()
+
+    last = latest_agent(traced)
+    _, _, metrics = metrics_of(receiver.requests()[-1]["request"])
+
+    def value(name, reason=None):
+        metric = metrics[name]
+        points = (metric.get("sum") or metric["gauge"])["data_points"]
+        if reason is not None:
+            points = [p for p in points if attributes(p.get("attributes"))["reason"] == reason]
+        (point,) = points
+        return point.get("as_double", point.get("as_int"))
+
+    assert int(value("funclatency_attached_functions")) == last["functions_attached"] == 1
+    assert int(value("funclatency_attached_files")) == last["files_attached"] == 1
+    assert int(value("funclatency_exec_events")) == last["processes_seen"] >= 1
+    assert float(value("funclatency_probe_cpu_seconds")) == pytest.approx(
+        last["probe_cpu_seconds"], rel=1e-9, abs=1e-12)
+    assert last["probe_cpu_seconds"] > 0
+    for reason in ("no_function", "no_room", "kernel_refused"):
+        assert int(value("funclatency_attach_failures", reason)) == failures(reason)(last) == 0
+    assert metrics["funclatency_exec_events"]["sum"]["is_monotonic"] is True
+    assert "gauge" in metrics["funclatency_attached_functions"]

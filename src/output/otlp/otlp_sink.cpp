@@ -1,6 +1,8 @@
 // The OTLP sink's sender thread and its delta bookkeeping (see otlp_sink.h).
 #include "output/otlp/otlp_sink.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <array>
 #include <tuple>
@@ -125,6 +127,10 @@ OtlpSinkStats OtlpSink::stats() const {
 }
 
 void OtlpSink::run() {
+  // Found by name in /proc/PID/task: it reads the collector's answers, and
+  // has no capability (it starts before the privileges are dropped, and the
+  // drop covers every thread; tests/e2e/test_agent_metrics.py checks).
+  pthread_setname_np(pthread_self(), "fl-otlp");
   auto next_export = Clock::now() + options_.export_interval;
   std::unique_lock lock(mutex_);
   while (!stopping_) {

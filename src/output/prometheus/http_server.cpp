@@ -24,6 +24,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/thread_capabilities.h"
 #include "common/unique_fd.h"
 #include "output/prometheus/tls_server.h"
 
@@ -156,16 +157,6 @@ uint16_t bound_port(int fd) {
     return ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
   }
   return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
-}
-
-// Leaves the calling thread no capability at all. Capabilities are a
-// thread's own on Linux: the thread that started this one may keep some
-// permitted (for a late attach), and a thread that parses what clients
-// send must not be able to raise them. 0, or the errno.
-int drop_thread_capabilities() {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct none[2] = {};
-  return syscall(SYS_capset, &header, none) == 0 ? 0 : errno;
 }
 
 }  // namespace
