@@ -647,3 +647,15 @@ def run_processes(procs, tool, app, placement, tool_args, mode, calls=150):
 def totals(records) -> list:
     """The "total" records among --json records (one per function and series)."""
     return [r for r in records if r["type"] == "total"]
+
+
+def thread_named(pid, name):
+    """The tid of process `pid`'s thread named `name` (its comm), or None."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as comm:
+                if comm.read().strip() == name:
+                    return int(tid)
+        except FileNotFoundError:
+            continue
+    return None

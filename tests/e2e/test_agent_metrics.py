@@ -15,7 +15,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import TOOL_ATTACH_TIMEOUT, free_port, wait_until
+from conftest import TOOL_ATTACH_TIMEOUT, free_port, thread_named, wait_until
 from test_otlp import attributes, metrics_of, receiver_program, start_receiver  # noqa: F401
 from test_prometheus import PrometheusServer
 
@@ -187,17 +187,6 @@ def test_self_metrics_match_the_agent_records(procs, tool, target_app, tmp_path,
     target = prometheus.api("targets")["activeTargets"][0]
     assert target["health"] == "up" and target["lastError"] == "", target
     assert traced.stop() == 0, traced.describe()
-
-
-def thread_named(pid, name):
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as comm:
-                if comm.read().strip() == name:
-                    return int(tid)
-        except FileNotFoundError:
-            continue
-    return None
 
 
 def capabilities(pid, tid):

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from conftest import free_port, wait_until
+from conftest import free_port, thread_named, wait_until
 from tls_certs import make_certificates
 
 # What a scrape may take while all the attacks run (measured: < 0.02 s).
@@ -250,14 +250,7 @@ def read_answer(s):
 
 def server_thread(pid):
     """The tid of the /metrics server's thread (named fl-http)."""
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as comm:
-                if comm.read().strip() == "fl-http":
-                    return int(tid)
-        except FileNotFoundError:
-            continue
-    return None
+    return thread_named(pid, "fl-http")
 
 
 def thread_cpu_seconds(pid, tid):
