@@ -194,13 +194,18 @@ def test_reload_script_signals_only_the_agent_of_its_own_mount_namespace(node, t
     shutil.copy("/bin/sleep", other_exe)
     env = dict(os.environ, FUNCLATENCY_EXE=str(agent_exe))
 
-    agent = subprocess.Popen([agent_exe, "60"])
-    other = subprocess.Popen([other_exe, "60"])
+    # SIGHUP as a real agent has it (the test may run under a parent that
+    # ignores it, e.g. nohup, and an ignored signal is inherited across exec).
+    def hup_default():
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+    agent = subprocess.Popen([agent_exe, "60"], preexec_fn=hup_default)
+    other = subprocess.Popen([other_exe, "60"], preexec_fn=hup_default)
     elsewhere = None
     if os.geteuid() == 0 and shutil.which("unshare"):
         # The same executable in another mount namespace: another pod's agent.
         elsewhere = subprocess.Popen(["unshare", "--mount", "--propagation", "private",
-                                      agent_exe, "60"])
+                                      agent_exe, "60"], preexec_fn=hup_default)
     try:
         time.sleep(0.3)
         result = subprocess.run(["sh", script], env=env, capture_output=True, text=True,
