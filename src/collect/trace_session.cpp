@@ -271,8 +271,8 @@ void TraceSession::keep_slow_call(std::unique_ptr<fl_slow_call> record) {
 // unwound, added to their reports, shown.
 void TraceSession::process_slow_calls() {
   for (const auto& record : pending_slow_) {
-    const bool shown = thresholds_.options_of(record->fn_id).slower_than_ns &&
-                       record->duration_ns >= *thresholds_.options_of(record->fn_id).slower_than_ns;
+    const auto& slower_than = thresholds_.options_of(record->fn_id).slower_than_ns;
+    const bool shown = slower_than && record->duration_ns >= *slower_than;
     if (shown || record->duration_ns >= thresholds_.threshold(record->fn_id)) {
       add_slow_call(*record);
     }
@@ -314,11 +314,11 @@ void TraceSession::add_slow_call(const fl_slow_call& record) {
 // that counts it. So the probes move to the next interval first and tag what
 // they send with it; the drain then brings the rest of this one, and what it
 // brings of the next waits (emit counts it after the report).
-Result<void> TraceSession::close_interval() {
-  if (!object_.slow_calls() || !reader_) return {};
+Result<void> TraceSession::close_interval(EventReader& reader) {
+  if (!object_.slow_calls()) return {};
   gen_ = object_.start_slow_interval();
   closing_ = true;
-  auto drained = reader_->drain();
+  auto drained = reader.drain();
   closing_ = false;
   if (!drained) return std::unexpected(drained.error());
   process_slow_calls();
@@ -424,7 +424,8 @@ Result<std::optional<StopReason>> TraceSession::wait(int epoll_fd, Schedule& sch
 
 // The periodic tasks due at `now`; once the run is `stopping`, only the
 // policy's. Returns a reason to stop when the duration is over or a sink broke.
-Result<std::optional<StopReason>> TraceSession::run_due_tasks(Clock::time_point now,
+Result<std::optional<StopReason>> TraceSession::run_due_tasks(EventReader& reader,
+                                                              Clock::time_point now,
                                                               Schedule& schedule, bool stopping) {
   if (!stopping && schedule.reload_asked) {
     schedule.reload_asked = false;
@@ -446,7 +447,7 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(Clock::time_point 
     schedule.next_live = now + options_.live_period;
   }
   if (schedule.next_interval && now >= *schedule.next_interval) {
-    if (auto ok = close_interval(); !ok) return std::unexpected(ok.error());
+    if (auto ok = close_interval(reader); !ok) return std::unexpected(ok.error());
     if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
     emit(Report::Kind::kInterval);
     *schedule.next_interval += options_.interval;
@@ -490,9 +491,13 @@ Result<void> TraceSession::write_live() {
 Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) {
   // Detach first so no call completes after the final read.
   if (detach_) detach_();
-  if (auto drained = reader.drain(); !drained) return std::unexpected(drained.error());
-  process_slow_calls();
-  if (auto ok = close_interval(); !ok) return std::unexpected(ok.error());
+  // Everything the probes recorded; with slow calls, drained as an interval
+  // closes (one drain either way).
+  if (object_.slow_calls()) {
+    if (auto ok = close_interval(reader); !ok) return std::unexpected(ok.error());
+  } else if (auto drained = reader.drain(); !drained) {
+    return std::unexpected(drained.error());
+  }
   if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
   if (!any_sink_broken()) emit(Report::Kind::kTotal);
   for (Sink* sink : sinks_) sink->close();
@@ -503,11 +508,6 @@ Result<StopReason> TraceSession::run() {
   auto reader =
       EventReader::create(object_.events_fd(), [this](const CallRecord& call) { on_call(call); });
   if (!reader) return std::unexpected(reader.error());
-  reader_ = reader->get();
-  struct Forget {
-    EventReader*& reader;
-    ~Forget() { reader = nullptr; }
-  } forget{reader_};
   if (object_.slow_calls()) {
     auto added = (*reader)->add_slow_calls(
         object_.slow_calls_fd(), [this](const fl_slow_call& record) { on_slow_call(record); });
@@ -524,7 +524,7 @@ Result<StopReason> TraceSession::run() {
     stop = *woken;
     if (auto drained = (*reader)->drain(); !drained) return std::unexpected(drained.error());
     process_slow_calls();
-    auto due = run_due_tasks(Clock::now(), schedule, stop.has_value());
+    auto due = run_due_tasks(**reader, Clock::now(), schedule, stop.has_value());
     if (!due) return std::unexpected(due.error());
     if (!stop) stop = *due;
   }

@@ -82,8 +82,8 @@ class TraceSession {
   Result<Wakeups> open_wakeups(int ring_epoll_fd) const;
   Schedule start_schedule(Clock::time_point start) const;
   Result<std::optional<StopReason>> wait(int epoll_fd, Schedule& schedule);
-  Result<std::optional<StopReason>> run_due_tasks(Clock::time_point now, Schedule& schedule,
-                                                  bool stopping);
+  Result<std::optional<StopReason>> run_due_tasks(EventReader& reader, Clock::time_point now,
+                                                  Schedule& schedule, bool stopping);
   Result<StopReason> finish(EventReader& reader, StopReason reason);
   Result<void> attach_late();
   Result<void> take_functions(const std::vector<uint32_t>& added);
@@ -100,7 +100,7 @@ class TraceSession {
   void keep_slow_call(std::unique_ptr<fl_slow_call> record);
   void process_slow_calls();
   void add_slow_call(const fl_slow_call& record);
-  Result<void> close_interval();
+  Result<void> close_interval(EventReader& reader);
   void emit(Report::Kind kind);
   bool any_sink_broken() const;
 
@@ -126,7 +126,6 @@ class TraceSession {
   // --slowest/--slower-than: the interval the probes are in (slow_gen), and
   // while one closes, what its drain brought of the next one: counted once
   // the report is taken.
-  EventReader* reader_ = nullptr;  // during run()
   uint64_t gen_ = 0;
   bool closing_ = false;
   struct HeldCall {
