@@ -1,5 +1,5 @@
 """Counts and log2 rows equal the ground truth the traced programs measure,
-in both aggregation modes."""
+and percentiles lie where that truth allows, in both aggregation modes."""
 
 import pytest
 
