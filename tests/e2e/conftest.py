@@ -11,6 +11,7 @@ Environment:
 
 import ctypes
 import json
+import math
 import os
 import queue
 import re
@@ -382,6 +383,61 @@ def rows_from_console(lines) -> dict:
     return rows
 
 
+def truth_call_spans(truth_fn: dict) -> list:
+    """[(lowest row, own row, calls)]: the rows a tracer may see each kind of
+    call in (see rows_explained_by_truth)."""
+    spans = []
+    for r in truth_fn["log2_usec"]:
+        row = r["row"]
+        body_lower = sum(count for _, count in r.get("body_lower", []))
+        spans.append((row, row, r["count"] - r["near_edge"] - r["disturbed"] - body_lower))
+        spans.append((max(row - 1, 0), row, r["near_edge"]))
+        spans.append((0, row, r["disturbed"]))
+        spans.extend((lowest, row, count) for lowest, count in r.get("body_lower", []))
+    return spans
+
+
+def truth_rank_bounds_ns(truth_fn: dict, rank: int):
+    """(lowest, highest) ns the tool may see for the rank-th shortest call
+    (1-based). Every call looks no longer than the program measured it, so
+    the tool's rank-th is at most the truth's, which lies in a known row and
+    under the truth's max; every call looks no shorter than the lowest row
+    its span allows, so the tool's rank-th is at least the rank-th of those
+    rows' lower edges."""
+    def row_low_ns(row):
+        return 0 if row == 0 else (1 << row) * 1000
+
+    def rank_th(pairs):  # [(value, calls)] -> value of the rank-th call
+        seen = 0
+        for value, calls in sorted(pairs):
+            seen += calls
+            if seen >= rank:
+                return value
+        raise AssertionError(f"rank {rank} beyond the truth's {seen} calls")
+
+    spans = truth_call_spans(truth_fn)
+    lowest = rank_th([(row_low_ns(low), calls) for low, _, calls in spans if calls])
+    own_row = rank_th([(own, calls) for _, own, calls in spans if calls])
+    highest = min(row_low_ns(own_row + 1) - 1, truth_fn["max_ns"])
+    return lowest, highest
+
+
+def assert_percentiles_match_truth(record: dict, truth_fn: dict, what: str):
+    """p50/p95/p99 of a --json record lie where the truth allows that rank
+    (truth_rank_bounds_ns), widened by the histogram's promised error: 1/32
+    of the value, or half a microsecond below 32 us (latency_histogram.h)."""
+    count = record["count"]
+    for name, q in (("p50_ns", 0.50), ("p95_ns", 0.95), ("p99_ns", 0.99)):
+        rank = max(1, math.ceil(q * count))
+        lowest, highest = truth_rank_bounds_ns(truth_fn, rank)
+        low = min(lowest * 31 / 32, lowest - 500)
+        high = max(highest * 33 / 32, highest + 500)
+        assert low <= record[name] <= high, (
+            f"{what}: {name} {record[name]} ns is outside [{low:.0f}, {high:.0f}] ns, where "
+            f"the truth puts call {rank} of {count} ([{lowest}, {highest}] ns before the "
+            f"histogram's 1/32)\nrows: {truth_fn['log2_usec']}")
+
+
 def rows_explained_by_truth(tool_rows: dict, truth_fn: dict):
     """None when the tool's rows equal the truth's, or differ only by calls
     the truth marks as movable: a call measured within the edge margin above
@@ -396,15 +452,7 @@ def rows_explained_by_truth(tool_rows: dict, truth_fn: dict):
     can be matched to the calls exactly when, for every contiguous range of
     rows, the calls confined to it fit in the tool's counts there (Hall's
     condition for interval bipartite graphs), with equal totals."""
-    # (lowest row, own row, calls) for every kind of call.
-    spans = []
-    for r in truth_fn["log2_usec"]:
-        row = r["row"]
-        body_lower = sum(count for _, count in r.get("body_lower", []))
-        spans.append((row, row, r["count"] - r["near_edge"] - r["disturbed"] - body_lower))
-        spans.append((max(row - 1, 0), row, r["near_edge"]))
-        spans.append((0, row, r["disturbed"]))
-        spans.extend((lowest, row, count) for lowest, count in r.get("body_lower", []))
+    spans = truth_call_spans(truth_fn)
     truth_rows = {r["row"]: r["count"] for r in truth_fn["log2_usec"]}
     tool_rows = {row: count for row, count in tool_rows.items() if count}
     if tool_rows == truth_rows:

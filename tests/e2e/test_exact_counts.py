@@ -1,9 +1,10 @@
 """Counts and log2 rows equal the ground truth the traced programs measure,
-in both aggregation modes."""
+and percentiles lie where that truth allows, in both aggregation modes."""
 
 import pytest
 
-from conftest import assert_rows_match_truth, rows_from_json, trace_workload
+from conftest import (assert_percentiles_match_truth, assert_rows_match_truth, rows_from_json,
+                      trace_workload)
 
 pytestmark = pytest.mark.bpf
 MODES = ["events", "kernel"]
@@ -37,9 +38,10 @@ def test_target_app_slow_op_rows_and_sums(procs, tool, target_app, mode):
     assert 0.95 * expected["sum_ns"] <= record["sum_ns"] <= expected["sum_ns"]
     assert record["min_ns"] <= expected["min_ns"]
     assert 0.9 * expected["max_ns"] <= record["max_ns"] <= expected["max_ns"]
-    # Percentiles: within 5% of a value the tool itself saw in range.
-    assert record["min_ns"] <= record["p50_ns"] <= record["p95_ns"] <= record["p99_ns"]
-    assert record["p99_ns"] <= record["max_ns"] * 1.05
+    # Percentiles: each within the histogram's 1/32 of where the program's own
+    # clock puts that rank (the call no longer than measured, no shorter than
+    # its body).
+    assert_percentiles_match_truth(record, expected, f"slow_op ({mode})")
 
 
 @pytest.mark.parametrize("mode", MODES)

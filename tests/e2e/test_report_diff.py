@@ -3,7 +3,9 @@
 and for the CPU-bound fast_op and cet_op every "slower" or "faster" follows
 the program's own clock (this VM runs a whole run of them up to ~35% slower
 now and then, which target-app's --truth sees too); a pair judged unchanged
-passes --fail-if-slower 20. A slow_op made 1.5x slower (target-app
+passes --fail-if-slower 20. In the same test, a run whose slow_op really is
+1.5x slower is judged "slower" against one of those bases, so a diff that
+never says anything cannot pass it. A slow_op made 1.5x slower (target-app
 --slow-scale 1.5) is "slower" with the p50 ratio near 1.5, and
 --fail-if-slower 20 exits 3 on it. Several runs a side, their JSON lines in
 one file, are pooled. Both subcommands refuse malformed input with one
@@ -21,11 +23,11 @@ INTERVAL = "0.2"  # ~8 intervals per run: the test's noise scale
 PAIRS = 20
 
 
-def record_run(procs, tool, target_app, out, seed, extra=()):
+def record_run(procs, tool, target_app, out, seed, extra=(), calls=CALLS):
     """Runs target-app from start to exit under `funclatency --json -i` with -p
     (only this process: others may run target-app too); writes the JSON lines
     to `out`; returns its path and target-app's own truth."""
-    work = procs.start_workload(target_app, ["--calls", CALLS, "--seed", seed, *extra])
+    work = procs.start_workload(target_app, ["--calls", calls, "--seed", seed, *extra])
     traced = procs.start_tool(tool, ["--json", "-i", INTERVAL, "-p", work.pid,
                                      *[f"{target_app}:{s}" for s in SYMBOLS]])
     work.start()
@@ -88,6 +90,17 @@ def test_identical_settings_change_nothing_the_programs_own_clock_does_not(procs
             assert code == 0, f"--fail-if-slower 20 failed an unchanged pair: {where}"
     print("\n".join(map(str, seen)))
     assert slow_op_unchanged >= 18, "\n".join(map(str, seen))
+
+    # The same diff must also see a real change: slow_op's sleeps 1.5x longer.
+    # 300 calls (~1 s) suffice: against a base of 1000 that shift scored
+    # p < 1e-10 in each of 5 tries, where "slower" needs p < 0.01 / 3.
+    changed, _ = record_run(procs, tool, target_app, tmp_path / "changed.ndjson",
+                            2 * PAIRS + 1, ["--slow-scale", "1.5"], 300)
+    code, functions = diff(tool, tmp_path / "base0.ndjson", changed, "--fail-if-slower", "20")
+    assert functions["slow_op"]["verdict"] == "slower", (
+        f"slow_op 1.5x slower in the new run, but the diff says: {functions['slow_op']}")
+    assert functions["slow_op"].get("gate_failed") and code == 3, (
+        f"--fail-if-slower 20 passed a 1.5x slower slow_op (exit {code}): {functions['slow_op']}")
 
 
 @pytest.mark.bpf
