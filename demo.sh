@@ -13,10 +13,13 @@ if (($# != 0 && $# != 2)); then
   exit 2
 fi
 
-scripts/setup
-cmake -S . -B build
-# Only what the demo runs; ./scripts/test builds the rest.
-cmake --build build --target funclatency target-app -j"$(nproc)"
+# Only the build packages: the exporter modules' and the tests' come with
+# ./scripts/test, which configures this same tree again (adding FUNCLATENCY_FUZZ)
+# and builds the rest without rebuilding what the demo built.
+scripts/setup build
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Only what the demo runs: funclatency and target-app (CMakeLists.txt).
+cmake --build build --target demo -j"$(nproc)"
 
 if (($# == 2)); then
   exec build/funclatency -i 2 "$1:$2"

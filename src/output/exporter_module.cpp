@@ -39,8 +39,9 @@ Result<void*> load_exporter_entry(const std::string& file, const char* entry, co
     return runtime_error("find the exporter " + file + " that " + option + " needs: neither " +
                              candidates[0] + " nor " + candidates[1] + " exists",
                          0,
-                         std::string("it is built and installed with funclatency; copy it with "
-                                     "the binary, or run without ") +
+                         std::string("it is installed with funclatency and built by a whole "
+                                     "build (`cmake --build BUILD`; the demo builds the binary "
+                                     "alone); copy it with the binary, or run without ") +
                              option);
   }
   void* module = dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);

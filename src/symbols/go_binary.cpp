@@ -50,7 +50,7 @@ std::optional<uint64_t> read_uvarint(std::span<const uint8_t> bytes, uint64_t& o
   return std::nullopt;
 }
 
-std::string hex(uint64_t value) {
+std::string hex_of(uint64_t value) {
   return fmt::format("{:#x}", value);
 }
 
@@ -76,7 +76,7 @@ Result<std::string> read_version_by_pointer(std::span<const uint8_t> blob,
   const std::span<const uint8_t> header = read(header_address, 2 * pointer_size);
   if (header.size() < 2 * size_t{pointer_size}) {
     return bad_buildinfo(
-        what, "the version's string header at " + hex(header_address) + " is not in the file");
+        what, "the version's string header at " + hex_of(header_address) + " is not in the file");
   }
   const uint64_t data_address = *read_le(header, 0, pointer_size);
   const uint64_t length = *read_le(header, pointer_size, pointer_size);
@@ -86,7 +86,7 @@ Result<std::string> read_version_by_pointer(std::span<const uint8_t> blob,
   const std::span<const uint8_t> data = read(data_address, static_cast<size_t>(length));
   if (data.size() < length) {
     return bad_buildinfo(what,
-                         "the version string at " + hex(data_address) + " is not in the file");
+                         "the version string at " + hex_of(data_address) + " is not in the file");
   }
   return std::string(data.begin(), data.end());
 }
@@ -133,7 +133,7 @@ Result<PclntabHeader> read_pclntab_header(std::span<const uint8_t> table, std::s
           swapped == kPclntabMagic118 || swapped == kPclntabMagic120) {
         return bad_input(std::string(what) + " is a big-endian Go binary: not supported");
       }
-      return bad_pclntab(what, "unknown magic " + hex(*magic));
+      return bad_pclntab(what, "unknown magic " + hex_of(*magic));
   }
   if (table[4] != 0 || table[5] != 0) return bad_pclntab(what, "nonzero header padding");
   header.pc_quantum = table[6];
@@ -163,7 +163,7 @@ Result<PclntabHeader> read_pclntab_header(std::span<const uint8_t> table, std::s
                                      std::pair{"pc-value table", header.pctab_offset},
                                      std::pair{"function table", header.pcln_offset}}) {
     if (offset < header_size || offset >= table.size()) {
-      return bad_pclntab(what, std::string("its ") + name + " offset " + hex(offset) +
+      return bad_pclntab(what, std::string("its ") + name + " offset " + hex_of(offset) +
                                    " is outside the table (" + std::to_string(table.size()) +
                                    " bytes)");
     }
@@ -176,7 +176,7 @@ Result<PclntabHeader> read_pclntab_header(std::span<const uint8_t> table, std::s
                                  " functions, more than its function table holds");
   }
   if (header.text_start > std::numeric_limits<uint64_t>::max() - 0xffffffffu) {
-    return bad_pclntab(what, "text start " + hex(header.text_start));
+    return bad_pclntab(what, "text start " + hex_of(header.text_start));
   }
   return header;
 }
@@ -235,7 +235,7 @@ Result<std::vector<GoFunction>> parse_pclntab_of(const ElfFile& file,
   for (const GoFunction* function : {&functions->front(), &functions->back()}) {
     if (!file.in_executable_segment(function->address, std::max<uint64_t>(function->size, 1))) {
       return bad_pclntab(file.path(), "function " + function->name + " at " +
-                                          hex(function->address) +
+                                          hex_of(function->address) +
                                           " is not in an executable segment");
     }
   }
@@ -363,18 +363,18 @@ Result<std::vector<GoFunction>> parse_go_pclntab(std::span<const uint8_t> table,
     next_entry = entry(i + 1);
     auto which = [i] { return "function " + std::to_string(i); };
     if (next_entry < address) {
-      return bad_pclntab(what, which() + " at " + hex(address) + " is not in address order");
+      return bad_pclntab(what, which() + " at " + hex_of(address) + " is not in address order");
     }
     const uint64_t offset = function_offset(i);
     if (offset > records_size || record_size > records_size - offset) {
       return bad_pclntab(what,
-                         which() + "'s record offset " + hex(offset) + " is outside the table");
+                         which() + "'s record offset " + hex_of(offset) + " is outside the table");
     }
     const uint64_t record = header.pcln_offset + offset;
     const uint64_t record_entry = *read_le(table, record, field);
     if ((header.entry_offsets ? header.text_start + record_entry : record_entry) != address) {
-      return bad_pclntab(what, which() + "'s record says it starts at " + hex(record_entry) +
-                                   ", the function table says " + hex(address));
+      return bad_pclntab(what, which() + "'s record says it starts at " + hex_of(record_entry) +
+                                   ", the function table says " + hex_of(address));
     }
     const auto name_offset = static_cast<int32_t>(*read_le(table, record + field, 4));
     const uint64_t name_start = header.funcname_offset + static_cast<uint64_t>(name_offset);

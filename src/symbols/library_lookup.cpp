@@ -52,7 +52,7 @@ bool usable_here(int32_t flags) {
   return kFlagThisArchitecture < 0 || (flags & kFlagRequiredMask) == kFlagThisArchitecture;
 }
 
-std::string_view basename_of(std::string_view path) {
+std::string_view file_name_of(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
@@ -80,10 +80,10 @@ std::optional<std::string> best_candidate(std::string_view wanted,
                                           const std::string& root) {
   std::vector<std::string> ordered;
   for (const auto& candidate : candidates) {
-    if (basename_of(candidate) == wanted) ordered.push_back(candidate);
+    if (file_name_of(candidate) == wanted) ordered.push_back(candidate);
   }
   for (const auto& candidate : candidates) {
-    if (basename_of(candidate) != wanted) ordered.push_back(candidate);
+    if (file_name_of(candidate) != wanted) ordered.push_back(candidate);
   }
   for (const auto& candidate : ordered) {
     if (auto path = resolved_path(candidate, root)) return path;

@@ -1,11 +1,11 @@
 #include "output/otlp/otlp_options.h"
 
+#include <unistd.h>  // environ (_GNU_SOURCE)
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <optional>
-
-extern char** environ;
 
 namespace funclatency {
 namespace {
