@@ -2,10 +2,17 @@
 // calls slow_op() once with a sleep drawn from a clustered distribution, then
 // fast_op() four times and cet_op() once. With --truth it writes what it
 // measured around every call, which the end-to-end tests compare with the tool.
-#include <CLI/CLI.hpp>
+// Its options are parsed with getopt_long: the demo builds this program, and
+// a header-only parser would cost it more than the rest of it together.
+#include <getopt.h>
+
 #include <array>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -88,32 +95,124 @@ void run_worker(std::uint64_t iterations, double rate, std::uint64_t seed, doubl
   asm volatile("" : : "r"(sink));
 }
 
+constexpr const char* kUsage =
+    "usage: target-app [--calls N] [--threads N] [--rate R] [--seed N] [--truth FILE]\n"
+    "                  [--slow-scale X] [--wait-signal]\n"
+    "target-app: a program whose slow_op(), fast_op() and cet_op() funclatency can time\n"
+    "\n"
+    "  --calls N       slow_op calls over all threads (0 = until SIGINT)\n"
+    "  --threads N     worker threads (1-1024)\n"
+    "  --rate R        slow_op calls per second per thread (0 = no limit)\n"
+    "  --seed N        seed of the sleep distribution\n"
+    "  --truth FILE    at exit, write calls and the measured log2 usec histogram per\n"
+    "                  function as JSON\n"
+    "  --slow-scale X  multiply slow_op's sleeps by X (1.5: a 1.5x slower slow_op, for diff)\n"
+    "  --wait-signal   print 'ready pid=N', then start only when SIGUSR1 arrives\n"
+    "\n"
+    "Examples:\n"
+    "  target-app &                      # slow_op forever, about 600 calls/s\n"
+    "  funclatency -i 2 ./target-app:slow_op -p $!\n"
+    "  target-app --calls 1000 --threads 4 --truth truth.json\n";
+
+// The whole text as an unsigned integer, or nothing.
+std::optional<std::uint64_t> whole_number(const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return std::nullopt;
+  return value;
+}
+
+// The whole text as a finite number, or nothing.
+std::optional<double> real_number(const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+// Parses argv into `options`; returns an exit code when main() should stop
+// (--help: 0, bad usage: 2, with the reason on stderr).
+std::optional<int> parse_options(int argc, char** argv, Options& options) {
+  enum { kCalls = 1, kThreads, kRate, kSeed, kTruth, kSlowScale, kWaitSignal, kHelp };
+  static const option kLong[] = {{"calls", required_argument, nullptr, kCalls},
+                                 {"threads", required_argument, nullptr, kThreads},
+                                 {"rate", required_argument, nullptr, kRate},
+                                 {"seed", required_argument, nullptr, kSeed},
+                                 {"truth", required_argument, nullptr, kTruth},
+                                 {"slow-scale", required_argument, nullptr, kSlowScale},
+                                 {"wait-signal", no_argument, nullptr, kWaitSignal},
+                                 {"help", no_argument, nullptr, kHelp},
+                                 {nullptr, 0, nullptr, 0}};
+  auto bad = [](const char* name, const char* value, const char* expected) {
+    std::fprintf(stderr, "target-app: --%s %s: expected %s (see --help)\n", name, value, expected);
+    return 2;
+  };
+  opterr = 0;
+  for (int index = 0, code; (code = getopt_long(argc, argv, "h", kLong, &index)) != -1;) {
+    const char* value = optarg;
+    switch (code) {
+      case kCalls:
+        if (auto n = whole_number(value))
+          options.calls = *n;
+        else
+          return bad("calls", value, "a whole number");
+        break;
+      case kThreads:
+        if (auto n = whole_number(value); n && *n >= 1 && *n <= 1024)
+          options.threads = static_cast<unsigned>(*n);
+        else
+          return bad("threads", value, "a whole number from 1 to 1024");
+        break;
+      case kRate:
+        if (auto x = real_number(value); x && *x >= 0)
+          options.rate = *x;
+        else
+          return bad("rate", value, "a number >= 0");
+        break;
+      case kSeed:
+        if (auto n = whole_number(value))
+          options.seed = *n;
+        else
+          return bad("seed", value, "a whole number");
+        break;
+      case kTruth:
+        options.truth_path = value;
+        break;
+      case kSlowScale:
+        if (auto x = real_number(value); x && *x > 0)
+          options.slow_scale = *x;
+        else
+          return bad("slow-scale", value, "a number > 0");
+        break;
+      case kWaitSignal:
+        options.wait_signal = true;
+        break;
+      case 'h':
+      case kHelp:
+        std::fputs(kUsage, stdout);
+        return 0;
+      default:
+        std::fprintf(stderr, "target-app: unknown option or missing value: %s (see --help)\n",
+                     argv[optind - 1]);
+        return 2;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "target-app: unexpected argument: %s (see --help)\n", argv[optind]);
+    return 2;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   funclatency::workload::RunControl control;
 
   Options options;
-  CLI::App app{
-      "target-app: a program whose slow_op(), fast_op() and cet_op() funclatency can time"};
-  app.add_option("--calls", options.calls, "slow_op calls over all threads (0 = until SIGINT)");
-  app.add_option("--threads", options.threads, "worker threads")->check(CLI::Range(1u, 1024u));
-  app.add_option("--rate", options.rate, "slow_op calls per second per thread (0 = no limit)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", options.seed, "seed of the sleep distribution");
-  app.add_option("--truth", options.truth_path,
-                 "at exit, write calls and the measured log2 usec histogram per function as JSON");
-  app.add_option("--slow-scale", options.slow_scale,
-                 "multiply slow_op's sleeps by this (1.5: a 1.5x slower slow_op, for diff)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--wait-signal", options.wait_signal,
-               "print 'ready pid=N', then start only when SIGUSR1 arrives");
-  app.footer(
-      "Examples:\n"
-      "  target-app &                      # slow_op forever, about 600 calls/s\n"
-      "  funclatency -i 2 ./target-app:slow_op -p $!\n"
-      "  target-app --calls 1000 --threads 4 --truth truth.json");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = parse_options(argc, argv, options)) return *code;
 
   funclatency::workload::TruthReport report;
   Truths truths{report.add("slow_op"), report.add("fast_op"), report.add("cet_op")};
