@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "output/report.h"
+#include "model/report.h"
 
 namespace funclatency {
 

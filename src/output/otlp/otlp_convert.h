@@ -54,9 +54,9 @@
 #include <string_view>
 #include <vector>
 
+#include "model/report.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "output/otlp/otlp_options.h"
-#include "output/report.h"
 
 namespace funclatency {
 

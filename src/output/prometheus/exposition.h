@@ -58,7 +58,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "output/report.h"
+#include "model/report.h"
 #include "output/self_metrics.h"
 
 namespace funclatency {

@@ -1,5 +1,5 @@
 // Log2-row arithmetic for the offline report and diff (see bucket_math.h).
-#include "report/bucket_math.h"
+#include "offline/bucket_math.h"
 
 #include <algorithm>
 #include <bit>
