@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bpf/funclatency.h"
 #include "model/report.h"
 
 namespace funclatency {
