@@ -56,10 +56,11 @@ void add_kernel_delta(LatencyHistogram& interval, const KernelTotals& before,
     if (first != delta.end()) {
       auto first_bucket = static_cast<uint32_t>(first - delta.begin());
       auto last_bucket = static_cast<uint32_t>(delta.rend() - last - 1);
-      if (min_ns == 0) min_ns = std::max<uint64_t>(now.min_ns, fl_bucket_low(first_bucket) * unit);
+      if (min_ns == 0)
+        min_ns = std::max<uint64_t>(now.min_ns, LatencyHistogram::bucket_low(first_bucket) * unit);
       if (max_ns == 0) {
         uint64_t high = last_bucket + 1 < LatencyHistogram::kNumBuckets
-                            ? fl_bucket_low(last_bucket + 1) * unit - 1
+                            ? LatencyHistogram::bucket_low(last_bucket + 1) * unit - 1
                             : now.max_ns;
         max_ns = std::min<uint64_t>(now.max_ns, high);
       }

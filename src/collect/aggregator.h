@@ -11,7 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "output/report.h"
+#include "bpf/funclatency.h"
+#include "model/report.h"
 
 namespace funclatency {
 

@@ -17,7 +17,7 @@
 #include "collect/mode_policy.h"
 #include "collect/slow_thresholds.h"
 #include "common/error.h"
-#include "output/sink.h"
+#include "model/sink.h"
 #include "probe/bpf_object.h"
 
 struct fl_slow_call;

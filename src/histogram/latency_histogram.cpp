@@ -1,9 +1,18 @@
+// The histogram over the kernel's fine buckets (see latency_histogram.h):
+// the one translation unit that reads the layout from bpf/funclatency.h.
 #include "histogram/latency_histogram.h"
 
 #include <algorithm>
 #include <cmath>
 
+extern "C" {
+#include "bpf/funclatency.h"
+}
+
 namespace funclatency {
+
+static_assert(LatencyHistogram::kNumBuckets == FL_NUM_BUCKETS);
+static_assert(LatencyHistogram::kLog2Rows == FL_LOG2_ROWS);
 
 namespace {
 constexpr std::array<uint64_t, LatencyHistogram::kNumBuckets> kNoCalls{};
@@ -12,6 +21,20 @@ constexpr std::array<uint64_t, LatencyHistogram::kNumBuckets> kNoCalls{};
 std::span<const uint64_t, LatencyHistogram::kNumBuckets> LatencyHistogram::buckets() const {
   if (buckets_.empty()) return kNoCalls;
   return std::span<const uint64_t, kNumBuckets>(buckets_.data(), kNumBuckets);
+}
+
+uint64_t LatencyHistogram::bucket_low(uint32_t bucket) {
+  return fl_bucket_low(bucket);
+}
+
+std::optional<uint64_t> LatencyHistogram::min() const {
+  if (count_ == 0 || min_ns_ == UINT64_MAX) return std::nullopt;
+  return min_ns_;
+}
+
+std::optional<uint64_t> LatencyHistogram::max() const {
+  if (!min()) return std::nullopt;
+  return max_ns_;
 }
 
 void LatencyHistogram::record(uint64_t duration_ns) {
@@ -61,13 +84,14 @@ uint64_t LatencyHistogram::percentile_ns(double q) const {
     uint64_t high_unit_excl = i + 1 < kNumBuckets ? fl_bucket_low(i + 1) : low_unit * 2;
     // The bucket covers durations [low_unit, high_unit_excl) * unit_ns.
     uint64_t mid_ns = (low_unit + high_unit_excl) * unit_ns_ / 2;
-    return std::clamp(mid_ns, min_ns(), max_ns_);
+    if (!min()) return mid_ns;
+    return std::clamp(mid_ns, *min(), *max());
   }
   return max_ns_;
 }
 
-std::array<uint64_t, FL_LOG2_ROWS> LatencyHistogram::log2_counts() const {
-  std::array<uint64_t, FL_LOG2_ROWS> rows{};
+LatencyHistogram::RowCounts LatencyHistogram::log2_counts() const {
+  RowCounts rows{};
   for (uint32_t i = 0; i < buckets_.size(); i++) {
     if (buckets_[i]) rows[fl_row_of_bucket(i)] += buckets_[i];
   }
@@ -77,7 +101,7 @@ std::array<uint64_t, FL_LOG2_ROWS> LatencyHistogram::log2_counts() const {
 std::vector<Log2Row> LatencyHistogram::log2_rows() const {
   auto counts = log2_counts();
   int first = -1, last = -1;
-  for (int r = 0; r < FL_LOG2_ROWS; r++) {
+  for (int r = 0; r < static_cast<int>(kLog2Rows); r++) {
     if (!counts[r]) continue;
     if (first < 0) first = r;
     last = r;
@@ -86,9 +110,23 @@ std::vector<Log2Row> LatencyHistogram::log2_rows() const {
   if (first < 0) return rows;
   for (int r = first; r <= last; r++) {
     auto row = static_cast<uint32_t>(r);
-    rows.push_back(Log2Row{row, log2_row_low(row), log2_row_high(row), counts[r]});
+    rows.push_back(Log2Row{row, row_low(row), row_high(row), counts[r]});
   }
   return rows;
+}
+
+LatencyHistogram::PowerOfTwoCounts LatencyHistogram::power_of_two_counts() const {
+  PowerOfTwoCounts counts;
+  for (uint32_t i = 0; i < buckets_.size(); i++) {
+    if (buckets_[i] == 0) continue;
+    uint64_t low = fl_bucket_low(i);
+    if (low == 0) {
+      counts.below_one += buckets_[i];
+    } else {
+      counts.by_exponent[fl_log2(low)] += buckets_[i];
+    }
+  }
+  return counts;
 }
 
 }  // namespace funclatency

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "output/sink.h"
+#include "model/sink.h"
 
 namespace funclatency {
 

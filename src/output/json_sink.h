@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "output/sink.h"
+#include "model/sink.h"
 
 namespace funclatency {
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "output/report.h"
+#include "model/report.h"
 
 namespace funclatency {
 

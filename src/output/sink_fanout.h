@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "output/report.h"
-#include "output/sink.h"
+#include "model/report.h"
+#include "model/sink.h"
 
 namespace funclatency {
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "bpf/funclatency.h"
 #include "common/error.h"
 
 struct funclatency_bpf;

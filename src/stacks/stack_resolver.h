@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "bpf/funclatency.h"
-#include "output/report.h"
+#include "model/report.h"
 #include "symbols/search_paths.h"
 
 namespace funclatency {

@@ -5,11 +5,11 @@
 #include <memory>
 
 #include "common/error.h"
+#include "model/sink.h"
 #include "output/otlp/otlp_cli_options.h"
 #include "output/otlp/otlp_convert.h"
 #include "output/otlp/otlp_options.h"
 #include "output/otlp/otlp_transport.h"
-#include "output/sink.h"
 
 namespace funclatency {
 

@@ -101,20 +101,19 @@ void fill_resource(opentelemetry::proto::resource::v1::Resource* resource,
 }
 
 // A histogram built from a difference of totals has calls but no known
-// minimum (LatencyHistogram::add_counts with min 0); OTLP's min and max are
+// minimum or maximum (LatencyHistogram::min); OTLP's min and max are
 // optional, so such points go without.
-bool knows_min_max(const LatencyHistogram& histogram) {
-  return histogram.count() > 0 && histogram.min_ns() != UINT64_MAX;
+template <typename Point>
+void fill_min_max(Point* point, const LatencyHistogram& histogram, double ns_per_unit) {
+  if (auto min = histogram.min()) point->set_min(static_cast<double>(*min) / ns_per_unit);
+  if (auto max = histogram.max()) point->set_max(static_cast<double>(*max) / ns_per_unit);
 }
 
 template <typename Point>
 void fill_summary(Point* point, const LatencyHistogram& histogram) {
   point->set_count(histogram.count());
   point->set_sum(static_cast<double>(histogram.sum_ns()) / kNsPerMs);
-  if (knows_min_max(histogram)) {
-    point->set_min(static_cast<double>(histogram.min_ns()) / kNsPerMs);
-    point->set_max(static_cast<double>(histogram.max_ns()) / kNsPerMs);
-  }
+  fill_min_max(point, histogram, kNsPerMs);
 }
 
 std::string stacktrace_of(const std::vector<StackFrame>& stack) {
@@ -161,27 +160,14 @@ void fill_exponential_point(metrics_pb::ExponentialHistogramDataPoint* point,
   double ns_per_unit = static_cast<double>(histogram.unit_ns());
   point->set_count(histogram.count());
   point->set_sum(static_cast<double>(histogram.sum_ns()) / ns_per_unit);
-  if (knows_min_max(histogram)) {
-    point->set_min(static_cast<double>(histogram.min_ns()) / ns_per_unit);
-    point->set_max(static_cast<double>(histogram.max_ns()) / ns_per_unit);
-  }
+  fill_min_max(point, histogram, ns_per_unit);
   point->set_scale(0);
   point->set_zero_threshold(1.0);
-  std::array<uint64_t, FL_LOG2_ROWS> by_index{};
-  uint64_t zero_count = 0;
-  auto buckets = histogram.buckets();
-  for (uint32_t i = 0; i < LatencyHistogram::kNumBuckets; i++) {
-    if (buckets[i] == 0) continue;
-    uint64_t low = fl_bucket_low(i);
-    if (low == 0) {
-      zero_count += buckets[i];
-    } else {
-      by_index[fl_log2(low)] += buckets[i];
-    }
-  }
-  point->set_zero_count(zero_count);
+  const LatencyHistogram::PowerOfTwoCounts counts = histogram.power_of_two_counts();
+  const LatencyHistogram::RowCounts& by_index = counts.by_exponent;
+  point->set_zero_count(counts.below_one);
   int first = -1, last = -1;
-  for (int i = 0; i < FL_LOG2_ROWS; i++) {
+  for (int i = 0; i < static_cast<int>(by_index.size()); i++) {
     if (by_index[i] == 0) continue;
     if (first < 0) first = i;
     last = i;
@@ -409,10 +395,11 @@ std::string exponential_metric_name(uint64_t unit_ns, std::string_view explicit_
 
 std::vector<double> explicit_bounds_ms(uint64_t unit_ns) {
   std::vector<double> bounds;
-  for (uint32_t row = 1; row < FL_LOG2_ROWS; row++) {
+  for (uint32_t row = 1; row < LatencyHistogram::kLog2Rows; row++) {
     // The row's first value in ns is 2^row * unit_ns, exact as a double (a
     // power of two times an integer below 2^53); one rounding to ms.
-    bounds.push_back(std::ldexp(static_cast<double>(unit_ns), static_cast<int>(row)) / kNsPerMs);
+    const double low_units = static_cast<double>(LatencyHistogram::row_low(row));
+    bounds.push_back(low_units * static_cast<double>(unit_ns) / kNsPerMs);
   }
   return bounds;
 }

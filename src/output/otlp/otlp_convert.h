@@ -2,7 +2,7 @@
 // the options and the exporter's own counters.
 //
 // Buckets. The tool buckets each call on its duration in the display unit
-// (usec by default, -m msec, -n nsec) into fine buckets (funclatency.h): one
+// (usec by default, -m msec, -n nsec) into fine buckets (LatencyHistogram): one
 // per value below 32 units, then 16 equal parts per power-of-two octave. The
 // console's log2 rows are exact sums of fine buckets, row 0 = [0, 2) units,
 // row r = [2^r, 2^(r+1)) units.
@@ -54,9 +54,9 @@
 #include <string_view>
 #include <vector>
 
+#include "model/report.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "output/otlp/otlp_options.h"
-#include "output/report.h"
 
 namespace funclatency {
 

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "model/sink.h"
 #include "output/otlp/otlp_options.h"
-#include "output/sink.h"
 
 namespace funclatency {
 

@@ -18,10 +18,10 @@
 #include <random>
 #include <thread>
 
+#include "model/sink.h"
 #include "output/otlp/otlp_convert.h"
 #include "output/otlp/otlp_options.h"
 #include "output/otlp/otlp_transport.h"
-#include "output/sink.h"
 
 namespace funclatency {
 

@@ -182,7 +182,7 @@ void append_histogram(std::string& out, const std::string& family, const Functio
   uint64_t cumulative = 0;
   for (size_t i = 0; i < rows.size(); i++) {
     cumulative += totals.log2_counts[rows[i]];
-    uint64_t edge_ns = (uint64_t{1} << (rows[i] + 1)) * function.unit_ns;
+    uint64_t edge_ns = LatencyHistogram::row_end(rows[i]) * function.unit_ns;
     out += family + "_bucket" + labels + ",le=\"" + format_ns_as_ms(edge_ns) + "\"} ";
     append_uint(out, std::min(cumulative, totals.count));
     append_exemplar(out, by_bucket, i);
@@ -286,9 +286,8 @@ std::string config_label_key(const LabelList& labels) {
 std::vector<uint32_t> exposed_log2_rows(uint64_t unit_ns) {
   std::vector<uint32_t> rows;
   if (unit_ns == 0) return rows;
-  for (uint32_t row = 0; row < FL_LOG2_ROWS; row++) {
-    uint64_t edge_units = uint64_t{1} << (row + 1);
-    if (edge_units > kMaxBucketEdgeNs / unit_ns) break;
+  for (uint32_t row = 0; row < LatencyHistogram::kLog2Rows; row++) {
+    if (LatencyHistogram::row_end(row) > kMaxBucketEdgeNs / unit_ns) break;
     rows.push_back(row);
   }
   return rows;

@@ -58,7 +58,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "output/report.h"
+#include "model/report.h"
 #include "output/self_metrics.h"
 
 namespace funclatency {
@@ -70,7 +70,7 @@ enum class ExpositionFormat {
 
 // One histogram's running totals as exposed: its log2 rows, count and sum.
 struct HistogramTotals {
-  std::array<uint64_t, FL_LOG2_ROWS> log2_counts{};
+  LatencyHistogram::RowCounts log2_counts{};
   uint64_t count = 0;
   uint64_t sum_ns = 0;
   HistogramTotals& operator+=(const LatencyHistogram& histogram);

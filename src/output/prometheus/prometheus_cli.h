@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "common/error.h"
-#include "output/sink.h"
+#include "model/sink.h"
 
 namespace CLI {
 class App;

@@ -7,8 +7,8 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "model/sink.h"
 #include "output/prometheus/prometheus_cli.h"
-#include "output/sink.h"
 
 namespace funclatency {
 

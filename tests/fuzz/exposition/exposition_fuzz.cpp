@@ -28,6 +28,8 @@ using namespace funclatency;
 
 namespace {
 
+constexpr int kRows = LatencyHistogram::kLog2Rows;
+
 void check(bool ok, const char* what) {
   if (!ok) {
     std::fprintf(stderr, "exposition_fuzz: %s\n", what);
@@ -47,7 +49,7 @@ std::string long_string(FuzzedDataProvider& input, size_t max_length) {
 // A duration anywhere, or at, just below or just above a bucket edge.
 uint64_t duration_from(FuzzedDataProvider& input, uint64_t unit_ns) {
   if (input.ConsumeBool()) return input.ConsumeIntegral<uint64_t>();
-  const int row = input.ConsumeIntegralInRange<int>(0, FL_LOG2_ROWS - 1);
+  const int row = input.ConsumeIntegralInRange<int>(0, kRows - 1);
   const uint64_t edge = (uint64_t{1} << (row + 1)) * unit_ns;
   return edge + input.ConsumeIntegralInRange<int>(-1, 1);
 }

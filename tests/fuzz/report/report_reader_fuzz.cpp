@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "report/bucket_math.h"
-#include "report/run_reader.h"
+#include "offline/bucket_math.h"
+#include "offline/run_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace funclatency::report;

@@ -11,6 +11,8 @@
 #include "histogram/latency_histogram.h"
 
 extern "C" {
+#include "bpf/funclatency.h"
+
 uint32_t fl_bucket_of_from_c(uint64_t value);
 uint64_t fl_bucket_low_from_c(uint32_t bucket);
 }
@@ -151,6 +153,70 @@ TEST(LatencyHistogram, Log2RowsUseWholeDisplayUnits) {
   EXPECT_EQ(rows[9].high_unit, 1023u);
   EXPECT_EQ(rows[0].low_unit, 0u);
   EXPECT_EQ(rows[0].high_unit, 1u);
+}
+
+TEST(LatencyHistogram, TheLayoutConstantsAreTheKernels) {
+  EXPECT_EQ(LatencyHistogram::kNumBuckets, uint32_t{FL_NUM_BUCKETS});
+  EXPECT_EQ(LatencyHistogram::kLog2Rows, uint32_t{FL_LOG2_ROWS});
+  auto edges = layout_lower_edges();
+  for (uint32_t b = 0; b < LatencyHistogram::kNumBuckets; b++)
+    ASSERT_EQ(LatencyHistogram::bucket_low(b), edges[b]) << "bucket " << b;
+}
+
+TEST(LatencyHistogram, RowEdgesAreThePowersOfTwo) {
+  // Row 0 = [0, 2) units, row r = [2^r, 2^(r+1)); written out, not computed.
+  EXPECT_EQ(LatencyHistogram::row_low(0), 0u);
+  EXPECT_EQ(LatencyHistogram::row_high(0), 1u);
+  EXPECT_EQ(LatencyHistogram::row_end(0), 2u);
+  EXPECT_EQ(LatencyHistogram::row_low(1), 2u);
+  EXPECT_EQ(LatencyHistogram::row_end(1), 4u);
+  EXPECT_EQ(LatencyHistogram::row_low(10), 1024u);
+  EXPECT_EQ(LatencyHistogram::row_high(10), 2047u);
+  EXPECT_EQ(LatencyHistogram::row_end(47), 281474976710656u);  // 2^48
+  for (uint64_t v : {0u, 1u, 2u, 3u, 4u, 1023u, 1024u, 1u << 20, (1u << 20) + 7})
+    EXPECT_EQ(LatencyHistogram::row_of(v), reference_row(v)) << v;
+  for (uint32_t row = 0; row < LatencyHistogram::kLog2Rows; row++) {
+    EXPECT_EQ(LatencyHistogram::row_of(LatencyHistogram::row_low(row)), row);
+    EXPECT_EQ(LatencyHistogram::row_of(LatencyHistogram::row_high(row)), row);
+  }
+}
+
+TEST(LatencyHistogram, MinMaxAreOptional) {
+  LatencyHistogram none(1000);
+  EXPECT_FALSE(none.min());
+  EXPECT_FALSE(none.max());
+  LatencyHistogram recorded(1000);
+  recorded.record(3000);
+  recorded.record(9000);
+  EXPECT_EQ(recorded.min(), 3000u);
+  EXPECT_EQ(recorded.max(), 9000u);
+  // A difference of totals: calls, but no minimum or maximum.
+  LatencyHistogram difference(1000);
+  difference.add_counts(recorded.buckets(), 2, 12000, 0, 0);
+  EXPECT_EQ(difference.count(), 2u);
+  EXPECT_FALSE(difference.min());
+  EXPECT_FALSE(difference.max());
+  // Its percentiles are the buckets' middles, not clamped to unknown bounds.
+  EXPECT_GE(difference.percentile_ns(0.5), 3000u);
+  EXPECT_LE(difference.percentile_ns(0.5), 9000u);
+}
+
+TEST(LatencyHistogram, PowerOfTwoCountsSplitRowZero) {
+  LatencyHistogram h(1000);
+  h.record(500);         // 0 units: below one
+  h.record(1000);        // 1 unit: index 0
+  h.record(1999);        // 1 unit: index 0
+  h.record(2000);        // 2 units: index 1
+  h.record(1048576000);  // 2^20 units: index 20
+  auto counts = h.power_of_two_counts();
+  EXPECT_EQ(counts.below_one, 1u);
+  EXPECT_EQ(counts.by_exponent[0], 2u);
+  EXPECT_EQ(counts.by_exponent[1], 1u);
+  EXPECT_EQ(counts.by_exponent[20], 1u);
+  auto rows = h.log2_counts();
+  EXPECT_EQ(rows[0], counts.below_one + counts.by_exponent[0]);
+  for (uint32_t r = 1; r < LatencyHistogram::kLog2Rows; r++)
+    EXPECT_EQ(rows[r], counts.by_exponent[r]) << r;
 }
 
 TEST(LatencyHistogram, PercentilesWithinTheHeadersBound) {

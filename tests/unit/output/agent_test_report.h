@@ -6,7 +6,7 @@
 #include <chrono>
 #include <utility>
 
-#include "output/report.h"
+#include "model/report.h"
 
 namespace funclatency::testing {
 

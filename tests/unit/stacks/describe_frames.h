@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "output/report.h"
+#include "model/report.h"
 
 namespace funclatency {
 

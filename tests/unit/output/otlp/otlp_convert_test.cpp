@@ -15,6 +15,8 @@ namespace {
 
 namespace metrics_pb = opentelemetry::proto::metrics::v1;
 namespace common_pb = opentelemetry::proto::common::v1;
+
+constexpr int kRows = LatencyHistogram::kLog2Rows;
 using testing::attributes_of;
 using testing::sample_report;
 
@@ -51,10 +53,9 @@ TEST(OtlpConvert, ExplicitHistogramBucketsAreTheConsoleRows) {
     const auto& point = metric->histogram().data_points(i);
     const auto& function = report.functions[i];
     auto rows = function.total.log2_counts();
-    ASSERT_EQ(point.bucket_counts_size(), FL_LOG2_ROWS);
-    ASSERT_EQ(point.explicit_bounds_size(), FL_LOG2_ROWS - 1);
-    for (int r = 0; r < FL_LOG2_ROWS; r++)
-      EXPECT_EQ(point.bucket_counts(r), rows[r]) << "row " << r;
+    ASSERT_EQ(point.bucket_counts_size(), kRows);
+    ASSERT_EQ(point.explicit_bounds_size(), kRows - 1);
+    for (int r = 0; r < kRows; r++) EXPECT_EQ(point.bucket_counts(r), rows[r]) << "row " << r;
     EXPECT_EQ(point.count(), function.total.count());
     EXPECT_DOUBLE_EQ(point.sum(), function.total.sum_ns() / 1e6);
     EXPECT_DOUBLE_EQ(point.min(), function.total.min_ns() / 1e6);
@@ -83,7 +84,7 @@ TEST(OtlpConvert, BoundsFollowTheDisplayUnit) {
   auto usec = explicit_bounds_ms(1000);
   auto nsec = explicit_bounds_ms(1);
   auto msec = explicit_bounds_ms(1'000'000);
-  ASSERT_EQ(usec.size(), FL_LOG2_ROWS - 1u);
+  ASSERT_EQ(usec.size(), kRows - 1u);
   for (size_t k = 0; k < usec.size(); k++) {
     double edge = std::ldexp(1.0, static_cast<int>(k + 1));
     EXPECT_DOUBLE_EQ(usec[k], edge / 1000);
@@ -95,7 +96,7 @@ TEST(OtlpConvert, BoundsFollowTheDisplayUnit) {
   auto request = build_export_request(report, OtlpOptions{}, test_context(), {});
   const auto& point = find_metric(request, "function_latency_ms")->histogram().data_points(0);
   auto rows = report.functions[0].total.log2_counts();
-  for (int r = 0; r < FL_LOG2_ROWS; r++) EXPECT_EQ(point.bucket_counts(r), rows[r]) << "row " << r;
+  for (int r = 0; r < kRows; r++) EXPECT_EQ(point.bucket_counts(r), rows[r]) << "row " << r;
   EXPECT_DOUBLE_EQ(point.explicit_bounds(0), 2e-6);
 }
 
@@ -111,7 +112,7 @@ TEST(OtlpConvert, DeltaUsesTheIntervalAndItsStart) {
   EXPECT_EQ(point.count(), 2u);
   EXPECT_EQ(point.start_time_unix_nano(), nanos(report.interval_start));
   auto rows = report.functions[0].interval.log2_counts();
-  for (int r = 0; r < FL_LOG2_ROWS; r++) EXPECT_EQ(point.bucket_counts(r), rows[r]);
+  for (int r = 0; r < kRows; r++) EXPECT_EQ(point.bucket_counts(r), rows[r]);
   const auto* lost = find_metric(request, kLostCallsMetricName);
   ASSERT_NE(lost, nullptr);
   EXPECT_EQ(lost->sum().aggregation_temporality(), metrics_pb::AGGREGATION_TEMPORALITY_DELTA);
@@ -211,12 +212,12 @@ TEST(OtlpConvert, ExponentialHistogramIsScaleZeroInTheDisplayUnit) {
       EXPECT_EQ(point.count(), histogram.count());
       EXPECT_DOUBLE_EQ(point.sum(), static_cast<double>(histogram.sum_ns()) / unit_ns);
       // Index r >= 1 is console row r; row 0 is zero_count + index 0.
-      std::array<uint64_t, FL_LOG2_ROWS> by_row{};
+      std::array<uint64_t, kRows> by_row{};
       uint64_t zero_and_index0 = point.zero_count();
       for (int k = 0; k < point.positive().bucket_counts_size(); k++) {
         int index = point.positive().offset() + k;
         ASSERT_GE(index, 0);
-        ASSERT_LT(index, FL_LOG2_ROWS);
+        ASSERT_LT(index, kRows);
         if (index == 0) {
           zero_and_index0 += point.positive().bucket_counts(k);
         } else {
@@ -322,17 +323,17 @@ TEST(OtlpConvert, CpuSplitPartsAreExportedLikeTheLatency) {
                                                 {"binary", "/usr/bin/target-app"}}));
   EXPECT_EQ(oncpu.count(), 9u);
   EXPECT_DOUBLE_EQ(oncpu.sum(), 21.255498);
-  ASSERT_EQ(oncpu.bucket_counts_size(), FL_LOG2_ROWS);
-  std::array<uint64_t, FL_LOG2_ROWS> expected{};
+  ASSERT_EQ(oncpu.bucket_counts_size(), kRows);
+  std::array<uint64_t, kRows> expected{};
   expected[0] = 6;
   expected[8] = expected[9] = expected[14] = 1;
-  for (int r = 0; r < FL_LOG2_ROWS; r++) EXPECT_EQ(oncpu.bucket_counts(r), expected[r]) << r;
+  for (int r = 0; r < kRows; r++) EXPECT_EQ(oncpu.bucket_counts(r), expected[r]) << r;
   EXPECT_DOUBLE_EQ(oncpu.explicit_bounds(8), 0.512);
   const auto& runnable = find_metric(request, kRunnableMetricName)->histogram().data_points(0);
   expected = {};
   expected[0] = 6;
   expected[6] = expected[7] = expected[12] = 1;
-  for (int r = 0; r < FL_LOG2_ROWS; r++) EXPECT_EQ(runnable.bucket_counts(r), expected[r]) << r;
+  for (int r = 0; r < kRows; r++) EXPECT_EQ(runnable.bucket_counts(r), expected[r]) << r;
   // After the latency, before the tool's health.
   EXPECT_EQ(metric_names(request),
             (std::vector<std::string>{"function_latency_ms", "function_oncpu_ms",

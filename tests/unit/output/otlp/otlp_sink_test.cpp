@@ -21,6 +21,8 @@ using testing::ReceiverBehavior;
 using testing::sample_report;
 namespace metrics_pb = opentelemetry::proto::metrics::v1;
 namespace common_pb = opentelemetry::proto::common::v1;
+
+constexpr int kRows = LatencyHistogram::kLog2Rows;
 using Clock = std::chrono::steady_clock;
 
 class LogCapture {
@@ -67,19 +69,19 @@ int64_t sum_value(const ReceivedExport& received, const std::string& name) {
 
 // Console rows rebuilt from an exponential point: index r >= 1 is row r,
 // zero_count + index 0 is row 0.
-std::array<uint64_t, FL_LOG2_ROWS> rows_of(const metrics_pb::ExponentialHistogramDataPoint& point) {
-  std::array<uint64_t, FL_LOG2_ROWS> rows{};
+std::array<uint64_t, kRows> rows_of(const metrics_pb::ExponentialHistogramDataPoint& point) {
+  std::array<uint64_t, kRows> rows{};
   rows[0] = point.zero_count();
   for (int k = 0; k < point.positive().bucket_counts_size(); k++) {
     int index = point.positive().offset() + k;
-    if (index >= 0 && index < FL_LOG2_ROWS) rows[index] += point.positive().bucket_counts(k);
+    if (index >= 0 && index < kRows) rows[index] += point.positive().bucket_counts(k);
   }
   return rows;
 }
 
-std::array<uint64_t, FL_LOG2_ROWS> rows_of(const metrics_pb::HistogramDataPoint& point) {
-  std::array<uint64_t, FL_LOG2_ROWS> rows{};
-  for (int r = 0; r < point.bucket_counts_size() && r < FL_LOG2_ROWS; r++)
+std::array<uint64_t, kRows> rows_of(const metrics_pb::HistogramDataPoint& point) {
+  std::array<uint64_t, kRows> rows{};
+  for (int r = 0; r < point.bucket_counts_size() && r < kRows; r++)
     rows[r] = point.bucket_counts(r);
   return rows;
 }
@@ -164,7 +166,7 @@ TEST_P(OtlpSinkTest, DeliversTheConsoleRowsForBothHistogramKinds) {
 
     for (size_t i = 0; i < report.functions.size(); i++) {
       const auto& function = report.functions[i];
-      std::array<uint64_t, FL_LOG2_ROWS> rows{};
+      std::array<uint64_t, kRows> rows{};
       std::map<std::string, std::string> attributes;
       uint64_t count = 0;
       if (kind == OtlpHistogramKind::kExplicit) {

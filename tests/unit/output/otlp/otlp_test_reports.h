@@ -7,8 +7,8 @@
 #include <map>
 #include <string>
 
+#include "model/report.h"
 #include "opentelemetry/proto/common/v1/common.pb.h"
-#include "output/report.h"
 
 namespace funclatency::testing {
 

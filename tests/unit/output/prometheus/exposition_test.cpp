@@ -166,11 +166,10 @@ TEST(Exposition, MillisecondAndNanosecondUnitsUseTheirOwnRows) {
 
 TEST(Exposition, BucketsStayCumulativeWhenRowsOutrunTheCount) {
   // Kernel counters read mid-update: the rows hold one call more than count.
-  std::array<uint64_t, LatencyHistogram::kNumBuckets> fine{};
-  fine[fl_bucket_of(10)] = 2;
-  fine[fl_bucket_of(100)] = 1;
+  LatencyHistogram calls(1000);
+  for (uint64_t ns : {10000, 10000, 100000}) calls.record(ns);
   FunctionReport function = function_with("racy", {});
-  function.total.add_counts(fine, /*count=*/2, /*sum_ns=*/20000, 10000, 10000);
+  function.total.add_counts(calls.buckets(), /*count=*/2, /*sum_ns=*/20000, 10000, 10000);
   Report report;
   report.functions.push_back(function);
   std::string text = render_exposition(report, ExpositionFormat::kPrometheusText, "ebpf");

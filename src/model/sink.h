@@ -3,7 +3,7 @@
 #pragma once
 
 #include "common/error.h"
-#include "output/report.h"
+#include "model/report.h"
 
 namespace funclatency {
 

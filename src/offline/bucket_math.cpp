@@ -1,9 +1,11 @@
 // Log2-row arithmetic for the offline report and diff (see bucket_math.h).
-#include "report/bucket_math.h"
+#include "offline/bucket_math.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+
+#include "histogram/latency_histogram.h"
 
 namespace funclatency::report {
 
@@ -31,16 +33,15 @@ std::optional<uint64_t> unit_of_buckets(const std::vector<Bucket>& buckets) {
 }
 
 uint32_t row_of(uint64_t low_ns, uint64_t unit_ns) {
-  const uint64_t low = low_ns / unit_ns;
-  return low < 2 ? 0 : static_cast<uint32_t>(std::bit_width(low) - 1);
+  return LatencyHistogram::row_of(low_ns / unit_ns);
 }
 
 uint64_t row_low_ns(uint32_t row, uint64_t unit_ns) {
-  return row == 0 ? 0 : (uint64_t{1} << row) * unit_ns;
+  return LatencyHistogram::row_low(row) * unit_ns;
 }
 
 uint64_t row_high_ns(uint32_t row, uint64_t unit_ns) {
-  return (uint64_t{1} << (row + 1)) * unit_ns - 1;
+  return LatencyHistogram::row_end(row) * unit_ns - 1;
 }
 
 RowCounts row_counts(const Histogram& histogram, uint64_t unit_ns) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
-#include "report/run_reader.h"
+#include "offline/run_reader.h"
 
 namespace funclatency::report {
 

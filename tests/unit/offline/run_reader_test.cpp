@@ -1,12 +1,12 @@
 // The NDJSON reader and log2-row math: what a run's --json lines read back
 // as, what they are refused for (with file:line), and what is ignored.
-#include "report/run_reader.h"
+#include "offline/run_reader.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "report/bucket_math.h"
+#include "offline/bucket_math.h"
 
 namespace funclatency::report {
 namespace {

@@ -1,12 +1,12 @@
 // The diff statistics on hand-made histograms: known G values, the
 // superiority A, row merging, verdicts and the --fail-if-slower gate.
-#include "report/run_diff.h"
+#include "offline/run_diff.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "report/bucket_math.h"
+#include "offline/bucket_math.h"
 
 namespace funclatency::report {
 namespace {

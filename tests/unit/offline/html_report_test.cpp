@@ -1,11 +1,11 @@
 // The HTML renderer on small runs: one cell per non-empty (interval, row)
 // with its count, column aggregation above the column cap, no script and
 // nothing fetched, names escaped.
-#include "report/html_report.h"
+#include "offline/html_report.h"
 
 #include <gtest/gtest.h>
 
-#include "report/bucket_math.h"
+#include "offline/bucket_math.h"
 
 namespace funclatency::report {
 namespace {

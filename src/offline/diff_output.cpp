@@ -1,5 +1,5 @@
 // Table and JSON renderings of a DiffResult (see diff_output.h).
-#include "report/diff_output.h"
+#include "offline/diff_output.h"
 
 #include <fmt/format.h>
 

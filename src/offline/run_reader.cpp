@@ -1,7 +1,7 @@
 // The NDJSON reader (see run_reader.h). Every check names the file and line;
 // unknown fields and unknown record types are skipped, so output of a newer
 // funclatency still reads.
-#include "report/run_reader.h"
+#include "offline/run_reader.h"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "report/bucket_math.h"
+#include "offline/bucket_math.h"
 
 namespace funclatency::report {
 namespace {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "report/run_reader.h"
+#include "offline/run_reader.h"
 
 namespace funclatency::report {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "report/run_reader.h"
+#include "offline/run_reader.h"
 
 namespace funclatency::report {
 

@@ -1,7 +1,7 @@
 // The HTML heatmap report (see html_report.h). Every element a test or a
 // reader needs to find carries a class and data-* attributes; each heatmap
 // cell's <title> is its tooltip.
-#include "report/html_report.h"
+#include "offline/html_report.h"
 
 #include <fmt/format.h>
 
@@ -11,8 +11,8 @@
 #include <optional>
 #include <set>
 
-#include "report/bucket_math.h"
-#include "report/diff_output.h"
+#include "offline/bucket_math.h"
+#include "offline/diff_output.h"
 
 namespace funclatency::report {
 namespace {

@@ -3,7 +3,7 @@
 // state over time), so the between-run G statistic is scaled by how much a
 // run's own intervals scatter around that run's distribution beyond what
 // independent calls would give (a quasi-likelihood F test).
-#include "report/run_diff.h"
+#include "offline/run_diff.h"
 
 #include <fmt/format.h>
 #include <gsl/gsl_cdf.h>
@@ -13,7 +13,7 @@
 #include <cmath>
 #include <map>
 
-#include "report/bucket_math.h"
+#include "offline/bucket_math.h"
 
 namespace funclatency::report {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "report/run_diff.h"
+#include "offline/run_diff.h"
 
 namespace funclatency::report {
 

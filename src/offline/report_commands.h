@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/error.h"
-#include "report/run_diff.h"
+#include "offline/run_diff.h"
 
 namespace funclatency::report {
 

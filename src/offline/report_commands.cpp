@@ -1,14 +1,14 @@
 // `funclatency report` and `funclatency diff` (see report_commands.h).
-#include "report/report_commands.h"
+#include "offline/report_commands.h"
 
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <cstdio>
 
-#include "report/diff_output.h"
-#include "report/html_report.h"
-#include "report/run_reader.h"
+#include "offline/diff_output.h"
+#include "offline/html_report.h"
+#include "offline/run_reader.h"
 
 namespace funclatency::report {
 
