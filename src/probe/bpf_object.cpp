@@ -212,6 +212,9 @@ int BpfObject::slow_calls_fd() const {
 int BpfObject::series_stats_fd() const {
   return bpf_map__fd(skeleton_->maps.series_stats);
 }
+int BpfObject::go_stacks_fd() const {
+  return bpf_map__fd(skeleton_->maps.go_stacks);
+}
 uint64_t BpfObject::series_folded() const {
   return __atomic_load_n(&skeleton_->bss->series_folded, __ATOMIC_RELAXED);
 }

@@ -83,6 +83,8 @@ class BpfObject {
   int events_fd() const;
   int slow_calls_fd() const;
   int series_stats_fd() const;
+  // Go code: the goroutines' shadow stacks (fl_go_key -> fl_go_stack).
+  int go_stacks_fd() const;
   // --by in kernel mode: series folded into `other` so far (bounded count).
   uint64_t series_folded() const;
   uint32_t num_functions() const { return options_.num_functions; }
