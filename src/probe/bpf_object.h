@@ -30,6 +30,9 @@ struct LoadOptions {
   bool return_program = true;  // uretprobes
   bool exit_program = true;    // probes on ret instructions
   bool go_programs = false;    // goroutine-keyed entry and ret probes (sizes their map too)
+  // tp_btf/sched_process_exit: a thread that ends with calls in flight has
+  // them counted lost.
+  bool thread_exit_program = true;
   // --cpu-split: the sched_switch program, and FL_CALL_PARTS fn_stats entries
   // per function (enum fl_call_part).
   bool cpu_split = false;
@@ -77,6 +80,7 @@ class BpfObject {
   bpf_program* go_entry_program() const;
   bpf_program* go_exit_program() const;
   bpf_program* sched_switch_program() const;
+  bpf_program* thread_exit_program() const;
   int fn_stats_fd() const;
   int fn_lost_fd() const;
   int fn_config_fd() const;

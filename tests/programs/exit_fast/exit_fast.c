@@ -1,17 +1,25 @@
 // Why: slow-call stacks of a process that exits right after its slow calls
 // used to come back as a bare address (its /proc/PID/maps was read when the
 // record was resolved, and the process was gone by then). This program makes
-// --calls calls of exit_fast_call(), the last --slow of them slow (10 ms
+// --calls calls of exit_fast_call(), the last --slow of them slow (100 ms
 // each, through slow_caller), writes its ground truth and exits at once
 // with _exit: no atexit work, nothing to give a tracer time.
 //   exit-fast [--wait-signal] --truth FILE [--calls N] [--slow N]
-// Prints "ready pid=N" (and with --wait-signal waits for SIGUSR1). The truth:
+//             [--plugin PATH] [--pause-before-slow]
+// Prints "ready pid=N" (and with --wait-signal waits for SIGUSR1).
+// --plugin: dlopen PATH (libexit-fast-plugin.so) before any call, and make
+// the slow calls through its plugin_slow_path (slow_caller -> plugin ->
+// exit_fast_call): code mapped from the start that no fast call's stack
+// passes through. --pause-before-slow: after the fast calls print
+// "fast calls done" and wait for SIGUSR1 (a test stops the tracer then, so
+// that it names the slow calls' stacks only after the exit). The truth:
 // {"functions":[{"name":"exit_fast_call","returned":N,"slow":S,
 //   "slow_ns":[caller-measured duration of each slow call],
 //   "fast_max_ns": the longest fast call as its caller measured it}]}
 // (a tracer's duration of a call is at most its caller's measure, so an
 // exemplar longer than fast_max_ns is one of the slow calls).
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +30,7 @@
 
 #include "program_options.h"
 
-#define SLOW_NS 10000000L
+#define SLOW_NS 100000000L
 #define MAX_SLOW 64
 
 static volatile uint64_t sink;
@@ -45,8 +53,13 @@ __attribute__((noinline)) uint64_t exit_fast_call(uint64_t work, int slow) {
   return acc;
 }
 
+// --plugin: plugin_slow_path of the plugin, which calls exit_fast_call.
+typedef uint64_t (*plugin_path_fn)(uint64_t work, uint64_t (*call)(uint64_t, int));
+static plugin_path_fn plugin_path;
+
 __attribute__((noinline)) uint64_t slow_caller(uint64_t i) {
-  const uint64_t result = exit_fast_call(50 + i % 7, 1);
+  const uint64_t result =
+      plugin_path ? plugin_path(50 + i % 7, exit_fast_call) : exit_fast_call(50 + i % 7, 1);
   sink = sink + result;
   return result + 1;
 }
@@ -67,6 +80,15 @@ int main(int argc, char** argv) {
     perror(truth_path);
     return 1;
   }
+  const char* plugin = text_option(argc, argv, "--plugin");
+  if (plugin != NULL) {
+    void* handle = dlopen(plugin, RTLD_NOW);
+    if (handle == NULL ||
+        (plugin_path = (plugin_path_fn)dlsym(handle, "plugin_slow_path")) == NULL) {
+      fprintf(stderr, "exit-fast: %s: %s\n", plugin, dlerror());
+      return 1;
+    }
+  }
   announce_ready(flag_option(argc, argv, "--wait-signal"));
   unsigned long returned = 0;
   uint64_t fast_max_ns = 0;
@@ -75,6 +97,12 @@ int main(int argc, char** argv) {
     sink = sink + exit_fast_call(50 + i % 7, 0);
     const uint64_t took = now_ns() - start;
     if (took > fast_max_ns) fast_max_ns = took;
+  }
+  if (flag_option(argc, argv, "--pause-before-slow")) {
+    program_started = 0;
+    printf("fast calls done\n");
+    fflush(stdout);
+    while (!program_started) pause();
   }
   uint64_t slow_ns[MAX_SLOW];
   for (unsigned long i = 0; i < slow; i++, returned++) {
