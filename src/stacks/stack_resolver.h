@@ -42,7 +42,9 @@ class StackResolver {
  public:
   struct Options {
     size_t max_frames = 64;
-    size_t max_processes = 1024;  // taken in by see_process, a bound on memory
+    // Taken in by see_process at once: a bound on memory and on descriptors
+    // (the unwinder keeps each executable file of a process open).
+    size_t max_processes = 256;
     std::string proc_root = "/proc";
     SearchPaths debug_paths;  // where separate debug files of stripped binaries are looked for
   };
