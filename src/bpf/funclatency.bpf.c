@@ -627,6 +627,18 @@ int BPF_KPROBE(fl_exit) {
   return complete_call(ctx, PT_REGS_SP(ctx), now, FL_SLOW_AT_RET);
 }
 
+/* A thread that ends with traced calls in flight (pthread_exit or exit
+ * inside one, killed inside one): they can never return, and its shadow
+ * stack goes with it. Each is counted lost here, as a frame a later call
+ * shows abandoned is. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(fl_thread_exit, struct task_struct* task) {
+  struct fl_shadow_stack* stack = bpf_task_storage_get(&shadow_stacks, task, 0, 0);
+  if (!stack || !stack->depth) return 0;
+  stack->depth = unwind_below(stack->frames, FL_MAX_DEPTH, stack->depth, ~0ull);
+  return 0;
+}
+
 /* --- --cpu-split -----------------------------------------------------------
  * Runs on every context switch of the machine while loaded (only with
  * --cpu-split). A thread with a traced call in flight notes when and how it

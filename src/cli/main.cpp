@@ -337,18 +337,24 @@ std::pair<std::string, std::string> function_name(const TracingProbes& probes, u
 }
 
 // --slowest/--slower-than: a slow call's copied stack, unwound and named.
-// The state of processes that exited goes (checked at most once a second).
-std::function<std::vector<StackFrame>(const fl_slow_call&)> stack_unwinding(
-    StackResolver& resolver) {
+// Its process is taken in as its record arrives (see_process), and the
+// state of processes that exited goes once their records are resolved
+// (checked at most once a second).
+void name_slow_call_stacks(StackResolver& resolver, SessionOptions& options) {
+  options.slow_call_arrived = [&resolver](const fl_slow_call& record) {
+    const int pid = static_cast<int>(record.tgid);
+    if (resolver.knows_process(pid)) return;
+    RaisedCapabilities raised;  // its maps and files (drop_privileges)
+    resolver.see_process(pid);
+  };
   auto last_check = std::chrono::steady_clock::now();
-  return [&resolver, last_check](const fl_slow_call& record) mutable {
+  options.slow_calls_resolved = [&resolver, last_check]() mutable {
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_check >= std::chrono::seconds(1)) {
-      last_check = now;
-      for (int pid : resolver.known_processes()) {
-        if (kill(pid, 0) < 0 && errno == ESRCH) resolver.forget_process(pid);
-      }
-    }
+    if (now - last_check < std::chrono::seconds(1)) return;
+    last_check = now;
+    resolver.forget_exited([](int pid) { return kill(pid, 0) < 0 && errno == ESRCH; });
+  };
+  options.resolve_stack = [&resolver](const fl_slow_call& record) {
     StackSample sample{
         .pid = static_cast<int>(record.tgid),
         .tid = static_cast<int>(record.tid),
@@ -558,7 +564,7 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
     return named;
   };
   StackResolver stacks;
-  if (probes->object->slow_calls()) options.resolve_stack = stack_unwinding(stacks);
+  if (probes->object->slow_calls()) name_slow_call_stacks(stacks, options);
   TraceSession session(*probes->object, aggregator, sinks->all(), std::move(options),
                        stop_fd->get(), [&probes] { probes->links.detach_all(); });
   std::fputs(config.following()

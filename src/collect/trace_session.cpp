@@ -14,6 +14,7 @@
 
 #include "collect/event_reader.h"
 #include "collect/map_reader.h"
+#include "collect/open_frames.h"
 #include "common/unique_fd.h"
 
 namespace funclatency {
@@ -119,6 +120,21 @@ void TraceSession::forget_retired_series() {
       it = series_totals_.erase(it);
     }
   }
+}
+
+// Go code: the frames goroutines of exited processes left open (the last
+// call a panic abandoned, a goroutine that ended inside a call) never
+// return; counted lost, as the probes count a frame a later call shows
+// abandoned. A process still running keeps its frames: calls in flight.
+Result<void> TraceSession::count_frames_left_open() {
+  if (!object_.options().go_programs) return {};
+  auto open = take_open_go_frames_of_exited(object_.go_stacks_fd(),
+                                            [](uint32_t tgid) { return process_gone(tgid); });
+  if (!open) return std::unexpected(open.error());
+  for (const auto& [fn_id, frames] : *open) {
+    aggregator_.on_lost(fn_id, LostCounts{.unreturned = frames});
+  }
+  return {};
 }
 
 Result<void> TraceSession::collect_kernel_side() {
@@ -252,6 +268,7 @@ void TraceSession::count_call(const CallRecord& call) {
 // the interval its probe saw, as its event is). Unwinding waits for the end
 // of the drain, and only for those still among the slowest then.
 void TraceSession::on_slow_call(const fl_slow_call& record) {
+  if (options_.slow_call_arrived) options_.slow_call_arrived(record);
   auto copy = std::make_unique<fl_slow_call>();
   std::memcpy(copy.get(), &record,
               offsetof(fl_slow_call, stack) + std::min<size_t>(record.stack_bytes, FL_STACK_BYTES));
@@ -452,6 +469,7 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(EventReader& reade
   }
   if (schedule.next_interval && now >= *schedule.next_interval) {
     if (auto ok = close_interval(reader); !ok) return std::unexpected(ok.error());
+    if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
     if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
     emit(Report::Kind::kInterval);
     *schedule.next_interval += options_.interval;
@@ -502,6 +520,7 @@ Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) 
   } else if (auto drained = reader.drain(); !drained) {
     return std::unexpected(drained.error());
   }
+  if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
   if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
   if (!any_sink_broken()) emit(Report::Kind::kTotal);
   for (Sink* sink : sinks_) sink->close();
@@ -528,6 +547,7 @@ Result<StopReason> TraceSession::run() {
     stop = *woken;
     if (auto drained = (*reader)->drain(); !drained) return std::unexpected(drained.error());
     process_slow_calls();
+    if (options_.slow_calls_resolved && next_slow_.empty()) options_.slow_calls_resolved();
     auto due = run_due_tasks(**reader, Clock::now(), schedule, stop.has_value());
     if (!due) return std::unexpected(due.error());
     if (!stop) stop = *due;

@@ -56,6 +56,12 @@ struct SessionOptions {
   SlowThresholdOptions slow;
   // Unwinds and names a slow call's user stack; empty: calls without stacks.
   std::function<std::vector<StackFrame>(const fl_slow_call&)> resolve_stack;
+  // A slow call's record arrived (before it is kept or resolved): whoever
+  // names stacks takes in its process now, while the process may still run.
+  std::function<void(const fl_slow_call&)> slow_call_arrived;
+  // Every slow call that arrived so far is resolved (none held for the next
+  // interval): the state of processes that exited may go.
+  std::function<void()> slow_calls_resolved;
   // The function a --slower-than line names: its symbol and binary.
   std::function<std::pair<std::string, std::string>(uint32_t fn_id)> describe_function;
 };
@@ -89,6 +95,7 @@ class TraceSession {
   Result<void> take_functions(const std::vector<uint32_t>& added);
   Result<void> write_live();
   Result<void> collect_kernel_side();
+  Result<void> count_frames_left_open();
   static std::vector<std::optional<uint32_t>> initial_slot_owners(const BpfObject& object);
   void make_room_for(uint32_t fn_id, const std::vector<uint64_t>& calls);
   Result<void> collect_kernel_series(MapReader& reader);

@@ -101,6 +101,7 @@ void choose_programs(funclatency_bpf* skeleton, const LoadOptions& options) {
   bpf_program__set_autoload(skeleton->progs.fl_go_entry, options.go_programs);
   bpf_program__set_autoload(skeleton->progs.fl_go_exit, options.go_programs);
   bpf_program__set_autoload(skeleton->progs.fl_sched_switch, options.cpu_split);
+  bpf_program__set_autoload(skeleton->progs.fl_thread_exit, options.thread_exit_program);
 }
 
 }  // namespace
@@ -190,6 +191,9 @@ bpf_program* BpfObject::go_exit_program() const {
 bpf_program* BpfObject::sched_switch_program() const {
   return skeleton_->progs.fl_sched_switch;
 }
+bpf_program* BpfObject::thread_exit_program() const {
+  return skeleton_->progs.fl_thread_exit;
+}
 int BpfObject::fn_stats_fd() const {
   return bpf_map__fd(skeleton_->maps.fn_stats);
 }
@@ -211,6 +215,9 @@ int BpfObject::slow_calls_fd() const {
 }
 int BpfObject::series_stats_fd() const {
   return bpf_map__fd(skeleton_->maps.series_stats);
+}
+int BpfObject::go_stacks_fd() const {
+  return bpf_map__fd(skeleton_->maps.go_stacks);
 }
 uint64_t BpfObject::series_folded() const {
   return __atomic_load_n(&skeleton_->bss->series_folded, __ATOMIC_RELAXED);

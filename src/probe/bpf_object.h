@@ -31,6 +31,9 @@ struct LoadOptions {
   bool return_program = true;  // uretprobes
   bool exit_program = true;    // probes on ret instructions
   bool go_programs = false;    // goroutine-keyed entry and ret probes (sizes their map too)
+  // tp_btf/sched_process_exit: a thread that ends with calls in flight has
+  // them counted lost.
+  bool thread_exit_program = true;
   // --cpu-split: the sched_switch program, and FL_CALL_PARTS fn_stats entries
   // per function (enum fl_call_part).
   bool cpu_split = false;
@@ -78,12 +81,15 @@ class BpfObject {
   bpf_program* go_entry_program() const;
   bpf_program* go_exit_program() const;
   bpf_program* sched_switch_program() const;
+  bpf_program* thread_exit_program() const;
   int fn_stats_fd() const;
   int fn_lost_fd() const;
   int fn_config_fd() const;
   int events_fd() const;
   int slow_calls_fd() const;
   int series_stats_fd() const;
+  // Go code: the goroutines' shadow stacks (fl_go_key -> fl_go_stack).
+  int go_stacks_fd() const;
   // --by in kernel mode: series folded into `other` so far (bounded count).
   uint64_t series_folded() const;
   uint32_t num_functions() const { return options_.num_functions; }

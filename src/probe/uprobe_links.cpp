@@ -463,10 +463,21 @@ TracingProbes::~TracingProbes() {
 
 namespace {
 
-// --cpu-split: the sched_switch program, attached before any probe so the
-// first call already sees its switches.
+// The thread-exit program (a thread that ends inside traced calls has them
+// counted lost), and with --cpu-split the sched_switch program: attached
+// before any probe so the first call already sees its switches.
 Result<std::vector<ProbeLink>> attach_tracepoints(const BpfObject& object) {
   std::vector<ProbeLink> links;
+  if (object.options().thread_exit_program) {
+    bpf_link* link = bpf_program__attach(object.thread_exit_program());
+    if (!link) {
+      return runtime_error(
+          "attach the sched_process_exit tracepoint program (tp_btf) that counts the calls of "
+          "threads that end inside them",
+          errno);
+    }
+    links.push_back(ProbeLink::from_libbpf(link));
+  }
   if (!object.options().cpu_split) return links;
   bpf_link* link = bpf_program__attach(object.sched_switch_program());
   if (!link) {

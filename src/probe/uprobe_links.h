@@ -104,7 +104,7 @@ struct TracingProbes {
   std::unique_ptr<BpfObject> object;
   UprobeLinks links;
   AttachMethod method = AttachMethod::kUprobeMulti;
-  std::vector<ProbeLink> tracepoint_links;  // --cpu-split: sched_switch
+  std::vector<ProbeLink> tracepoint_links;  // thread exit; --cpu-split: sched_switch
 };
 
 // Loads the BPF object with the programs `plans` need (plus those `options`

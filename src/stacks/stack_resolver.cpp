@@ -299,9 +299,38 @@ std::vector<StackFrame> StackResolver::resolve(const StackSample& sample) {
   return frames;
 }
 
+void StackResolver::see_process(int pid) {
+  if (processes_.contains(pid) || processes_.size() >= options_.max_processes) return;
+  try {
+    Process& proc = process(pid);
+    for (size_t i = 0; i < proc.maps.size(); ++i) {
+      const MemoryMapping& mapping = proc.maps[i];
+      if (mapping.is_file() && mapping.executable && proc.modules[i] == ModuleState::kUnknown) {
+        place_module(proc, i);
+      }
+    }
+  } catch (const std::exception&) {
+    // Out of memory: resolve tries again.
+    processes_.erase(pid);
+  }
+}
+
 void StackResolver::forget_process(int pid) {
   processes_.erase(pid);
+  found_gone_.erase(pid);
   std::erase_if(binaries_, [](const auto& entry) { return entry.second.expired(); });
+}
+
+void StackResolver::forget_exited(const std::function<bool(int pid)>& gone) {
+  std::set<int> now_gone;
+  for (const auto& entry : processes_) {
+    if (gone(entry.first)) now_gone.insert(entry.first);
+  }
+  for (int pid : now_gone) {
+    if (found_gone_.contains(pid)) forget_process(pid);
+  }
+  std::erase_if(now_gone, [this](int pid) { return !processes_.contains(pid); });
+  found_gone_ = std::move(now_gone);
 }
 
 }  // namespace funclatency

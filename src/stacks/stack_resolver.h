@@ -3,13 +3,18 @@
 // into named frames: unwound with the binaries' CFI through libdw (frame
 // pointers where there is none, as in Go), named with the project's own ELF
 // and Go readers. Keeps per-process state (memory map, unwinder) and
-// per-file symbol tables between calls; forget_process drops a process's.
+// per-file symbol tables between calls. A process is taken in when it is
+// first seen (see_process: its map read, the files of its code opened), so
+// that its stacks can still be named after it exits; forget_exited drops
+// the state of processes gone.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <tuple>
@@ -37,6 +42,9 @@ class StackResolver {
  public:
   struct Options {
     size_t max_frames = 64;
+    // Taken in by see_process at once: a bound on memory and on descriptors
+    // (the unwinder keeps each executable file of a process open).
+    size_t max_processes = 256;
     std::string proc_root = "/proc";
     SearchPaths debug_paths;  // where separate debug files of stripped binaries are looked for
   };
@@ -57,10 +65,26 @@ class StackResolver {
   // only the kernel knows).
   std::vector<StackFrame> resolve(const StackSample& sample);
 
+  // A record of the process arrived: unless known already, read its memory
+  // map and open the file of every executable mapping now, while the
+  // process still runs (a short-lived one may be gone by the time its
+  // record is resolved, and with it /proc/PID/maps and /proc/PID/root).
+  // At most max_processes are taken in; past that, resolve reads the map
+  // as it goes.
+  void see_process(int pid);
+
   // The process exited: drop its memory map, unwinder and the symbol tables
   // only it used.
   void forget_process(int pid);
 
+  // Drops the state of processes `gone` says have exited, once a call found
+  // them gone twice: call it where every record that arrived so far has
+  // been resolved, so that what the ring still held of a process when it
+  // was first found gone (its records precede its exit) has been read and
+  // resolved in between.
+  void forget_exited(const std::function<bool(int pid)>& gone);
+
+  bool knows_process(int pid) const { return processes_.contains(pid); }
   // Processes with state kept (tests).
   size_t process_count() const { return processes_.size(); }
   // Their pids, to forget those that exited.
@@ -87,6 +111,7 @@ class StackResolver {
 
   Options options_;
   std::map<int, std::unique_ptr<Process>> processes_;
+  std::set<int> found_gone_;  // by the last forget_exited
   std::map<FileKey, std::weak_ptr<BinarySymbols>> binaries_;
 };
 

@@ -317,3 +317,25 @@ def test_slowest_go_calls_carry_their_goroutine_stack(procs, tool, go_program, v
         symbols = [frame.get("symbol", "").removesuffix(".abi0") for frame in exemplar["stack"]]
         assert symbols == want, symbols
         assert all(frame["binary"] == str(program) for frame in exemplar["stack"]), exemplar
+
+
+# --- A goroutine's last call abandoned by a panic, then the process exits -------
+
+
+@pytest.mark.bpf
+@pytest.mark.parametrize("mode", MODES)
+def test_last_call_a_panic_abandons_is_counted_lost(procs, tool, go_program, mode):
+    """panic-last: 500 calls of main.panicky, each panicking through it and
+    recovered in an untraced caller, the last one too; then the program
+    exits. No later call shows the last frame abandoned: it is counted lost
+    because its process is gone. Calls counted + lost = calls made, to the
+    last one (before, the last one was neither)."""
+    calls = 500
+    totals, truth = trace_go(procs, tool, go_program("go-workload"), ["main.panicky"], mode,
+                             ["--scenario", "panic-last", "--calls", str(calls)])
+    fn = truth.function("main.panicky")
+    assert (fn["returned"], fn["abandoned"]) == (0, calls), fn
+    record = totals["main.panicky"]
+    assert record["count"] + record["lost"] == calls, record
+    problems = function_problems(record, fn, mode)
+    assert not problems, "\n".join(problems)

@@ -125,10 +125,10 @@ def test_killed_inside_traced_function_then_next_process_exact(procs, tool, robu
     truth = after.finish()
     stop_tool(traced)
     record = total_record(traced, "stuck_op")
-    # 12 killed threads and one exit never returned: no duration, and no
-    # "lost" either (no later call on those threads ever saw their frames).
+    # 12 killed threads and one exit never returned: no duration, and each
+    # a lost call (its thread ended inside it).
     assert record["count"] == truth.function("stuck_op")["calls"] + 20 == 70, record
-    assert record["lost"] == 0, record
+    assert record["lost_unreturned"] == record["lost"] == 13, record
     assert record["max_ns"] < 50_000_000, f"a dead thread's frame was paired: {record}"
 
 
@@ -147,7 +147,8 @@ def test_pid_killed_inside_traced_function_ends_tool(procs, tool, robust, mode):
         f"{traced.describe()}"
     assert time.monotonic() - started < 2.0
     record = total_record(traced, "stuck_op")
-    assert record["count"] == 0 and record["lost"] == 0, record
+    # The 4 threads killed inside it: lost calls.
+    assert record["count"] == 0 and record["lost_unreturned"] == record["lost"] == 4, record
 
 
 # --- Deep recursion -------------------------------------------------------------------

@@ -35,6 +35,12 @@
 //	         followed by one from the same call site (same goroutine, same
 //	         depth) that returns, as a server's next request after a handler's
 //	         recovered panic; the entry of a morestack restart looks the same.
+//	panic-last
+//	         on one goroutine, --calls calls (default 500) of main.panicky, every
+//	         one of them panicking and recovered by an untraced caller, the last
+//	         one too; then the program exits. No later call shows the last one
+//	         abandoned: a tracer must count it lost when the goroutine (here the
+//	         process) is gone. Run only when asked for (not part of "all").
 //
 // Every traced function is //go:noinline and times its own body.
 package main
@@ -209,7 +215,8 @@ func runRecurse(calls int) {
 
 const (
 	panicSleep  = 400 * time.Microsecond
-	panicRounds = 50 // default --calls
+	panicRounds = 50  // default --calls
+	lastRounds  = 500 // panic-last's default --calls
 )
 
 type panicWhere int
@@ -288,9 +295,26 @@ func runPanic(abandon, calls int, sameSite bool) {
 	<-done
 }
 
+// runPanicLast: every call of main.panicky panics, the last one too, and
+// nothing follows it on that goroutine.
+func runPanicLast(calls int) {
+	panickyTruth := truthOf("main.panicky")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < calls && keepGoing(); i++ {
+			callPanicky(panickyTruth, i, panicInFunction+panicWhere(i%2))
+		}
+	}()
+	<-done
+}
+
 // --- main ------------------------------------------------------------------
 
 var allScenarios = []string{"sleepy", "grow", "recurse", "panic", "panic-same-site"}
+
+// Scenarios run only when named: "all" keeps what the other tests expect of it.
+var extraScenarios = []string{"panic-last"}
 
 type options struct {
 	scenario   string
@@ -305,7 +329,7 @@ type options struct {
 func parseOptions() options {
 	var o options
 	flag.StringVar(&o.scenario, "scenario", "all",
-		"what to run: "+strings.Join(allScenarios, ", ")+", or all (each in turn, with its defaults)")
+		"what to run: "+strings.Join(append(allScenarios, extraScenarios...), ", ")+", or all (each in turn, with its defaults)")
 	flag.IntVar(&o.calls, "calls", -1, "calls to make (per scenario, see the source; -1: its default)")
 	flag.IntVar(&o.goroutines, "goroutines", 50, "sleepy: goroutines making calls")
 	flag.IntVar(&o.abandon, "abandon", 20, "panic, panic-same-site: calls a panic abandons")
@@ -322,13 +346,14 @@ func parseOptions() options {
 		badUsage("--goroutines and --procs must be positive, --abandon and --calls not negative")
 	}
 	known := o.scenario == "all"
-	for _, scenario := range allScenarios {
+	for _, scenario := range append(allScenarios, extraScenarios...) {
 		known = known || o.scenario == scenario
 	}
 	if !known {
-		badUsage("unknown --scenario %q (%s, or all)", o.scenario, strings.Join(allScenarios, ", "))
+		badUsage("unknown --scenario %q (%s, or all)", o.scenario,
+			strings.Join(append(allScenarios, extraScenarios...), ", "))
 	}
-	panics := o.scenario == "all" || strings.HasPrefix(o.scenario, "panic")
+	panics := o.scenario == "all" || (strings.HasPrefix(o.scenario, "panic") && o.scenario != "panic-last")
 	if panics && o.abandon > callsOr(o, panicRounds) {
 		// A call follows each abandoned one: a tracer sees that a call was
 		// abandoned only when the goroutine makes another traced call.
@@ -354,6 +379,8 @@ func run(o options, scenario string) {
 		runRecurse(callsOr(o, 20))
 	case "panic", "panic-same-site":
 		runPanic(o.abandon, callsOr(o, panicRounds), scenario == "panic-same-site")
+	case "panic-last":
+		runPanicLast(callsOr(o, lastRounds))
 	}
 }
 

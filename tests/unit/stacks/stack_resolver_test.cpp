@@ -381,6 +381,65 @@ TEST(StackResolverTest, AProcessThatIsGoneGivesAddressesOnly) {
   EXPECT_TRUE(frames[1].symbol.empty());
 }
 
+// A process seen while it ran (see_process: its map read, its files opened)
+// is still named after it is gone: here its /proc entry is a copy that is
+// removed before the stack is resolved, as a short-lived process's is.
+TEST(StackResolverTest, AProcessSeenBeforeItExitedIsStillNamed) {
+  const Capture capture = capture_on_ret();
+  const auto proc_root =
+      std::filesystem::temp_directory_path() / ("fl_stacks_test_seen." + std::to_string(getpid()));
+  const auto pid_dir = proc_root / std::to_string(getpid());
+  std::filesystem::create_directories(pid_dir);
+  std::filesystem::create_directory_symlink("/", pid_dir / "root");
+  {
+    std::ifstream maps("/proc/self/maps");
+    std::ofstream fake(pid_dir / "maps");
+    fake << maps.rdbuf();
+  }
+  StackResolver::Options options;
+  options.proc_root = proc_root.string();
+  StackResolver seen(options);
+  seen.see_process(getpid());
+  EXPECT_TRUE(seen.knows_process(getpid()));
+  StackResolver unseen(options);
+  std::filesystem::remove_all(proc_root);  // the process is gone
+
+  const auto frames = seen.resolve(sample_of(capture, true));
+  SCOPED_TRACE(describe(frames));
+  ASSERT_GE(frames.size(), 4u);
+  EXPECT_EQ(symbols_of(frames)[3], "at_ret_outer");
+  EXPECT_EQ(frames[3].binary, self_path());
+  if (copy_reaches_main(capture)) {
+    EXPECT_GE(index_of(frames, "main"), 4);
+  }
+  // Not seen before it went: addresses only, as before.
+  const auto bare = unseen.resolve(sample_of(capture, true));
+  ASSERT_GE(bare.size(), 1u);
+  EXPECT_EQ(bare[0].symbol, "");
+}
+
+// forget_exited drops a process only when it was found gone by the call
+// before too (what the ring held of it has been resolved in between).
+TEST(StackResolverTest, ForgetExitedWaitsForASecondLook) {
+  const Capture capture = capture_in_body();
+  StackResolver resolver;
+  resolver.see_process(getpid());
+  ASSERT_EQ(resolver.process_count(), 1u);
+  resolver.forget_exited([](int) { return false; });
+  EXPECT_EQ(resolver.process_count(), 1u);
+  resolver.forget_exited([](int) { return true; });
+  EXPECT_EQ(resolver.process_count(), 1u);  // first found gone: kept
+  EXPECT_GE(resolver.resolve(sample_of(capture, false)).size(), 3u);
+  resolver.forget_exited([](int) { return true; });
+  EXPECT_EQ(resolver.process_count(), 0u);
+  // Found gone, then running again (not gone at the next look): kept.
+  resolver.see_process(getpid());
+  resolver.forget_exited([](int) { return true; });
+  resolver.forget_exited([](int) { return false; });
+  resolver.forget_exited([](int) { return true; });
+  EXPECT_EQ(resolver.process_count(), 1u);
+}
+
 TEST(StackResolverTest, GarbageRegistersDoNotCrash) {
   const Capture capture = capture_in_body();
   StackResolver resolver;
