@@ -6,9 +6,10 @@
 // return probe, the empty floor_ret_insn as a plain uprobe on each of those
 // offsets (the function's `ret` instructions; one uprobe_multi link for all).
 // Prints "Tracing" on stderr once attached, like funclatency, and waits for
-// SIGINT/SIGTERM or for the process to exit.
+// SIGINT/SIGTERM or for the process to exit. With --clock the entry and
+// return programs read the clock and nothing else (the floor of a timed call).
 //
-//   floor_loader [--perf] [--ret-offsets OFF,OFF...] -p PID BINARY FILE_OFFSET
+//   floor_loader [--perf] [--clock] [--ret-offsets OFF,OFF...] -p PID BINARY FILE_OFFSET
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 #include <poll.h>
@@ -35,6 +36,7 @@ namespace {
 
 struct FloorOptions {
   bool perf_event = false;
+  bool clock = false;  // clock_entry/return: a clock read each
   int pid = 0;
   std::string binary;
   uint64_t offset = 0;
@@ -44,7 +46,8 @@ struct FloorOptions {
 using FloorSkeleton = std::unique_ptr<floor_bpf, decltype(&floor_bpf::destroy)>;
 
 constexpr std::string_view kUsage =
-    "usage: floor_loader [--perf] [--ret-offsets OFF,OFF...] -p PID BINARY FILE_OFFSET";
+    "usage: floor_loader [--perf] [--clock] [--ret-offsets OFF,OFF...] -p PID BINARY "
+    "FILE_OFFSET";
 
 // "0x1f,0x2a" -> {0x1f, 0x2a}; nothing on an empty or malformed list.
 std::vector<uint64_t> parse_offsets(std::string_view list) {
@@ -69,6 +72,8 @@ Result<FloorOptions> parse_options(int argc, char** argv) {
     std::string_view arg = argv[i];
     if (arg == "--perf") {
       options.perf_event = true;
+    } else if (arg == "--clock") {
+      options.clock = true;
     } else if (arg == "--ret-offsets" && i + 1 < argc) {
       options.ret_offsets = parse_offsets(argv[++i]);
       ret_offsets_given = true;
@@ -91,8 +96,9 @@ Result<FloorSkeleton> load_floor(bool for_uprobe_multi) {
   FloorSkeleton skeleton(floor_bpf::open(), &floor_bpf::destroy);
   if (!skeleton) return runtime_error("open the floor BPF object", errno);
   if (for_uprobe_multi) {
-    for (bpf_program* program : {skeleton->progs.floor_entry, skeleton->progs.floor_return,
-                                 skeleton->progs.floor_ret_insn}) {
+    for (bpf_program* program :
+         {skeleton->progs.floor_entry, skeleton->progs.floor_return, skeleton->progs.floor_ret_insn,
+          skeleton->progs.clock_entry, skeleton->progs.clock_return}) {
       bpf_program__set_expected_attach_type(program,
                                             static_cast<bpf_attach_type>(kAttachTypeUprobeMulti));
     }
@@ -112,9 +118,14 @@ struct FloorProbe {
 
 Result<std::vector<ProbeLink>> attach_floor(const floor_bpf& skeleton,
                                             const FloorOptions& options) {
-  std::vector<FloorProbe> probes{{skeleton.progs.floor_entry, {options.offset}, false}};
+  std::vector<FloorProbe> probes{
+      {options.clock ? skeleton.progs.clock_entry : skeleton.progs.floor_entry,
+       {options.offset},
+       false}};
   if (options.ret_offsets.empty()) {
-    probes.push_back({skeleton.progs.floor_return, {options.offset}, true});
+    probes.push_back({options.clock ? skeleton.progs.clock_return : skeleton.progs.floor_return,
+                      {options.offset},
+                      true});
   } else {
     probes.push_back({skeleton.progs.floor_ret_insn, options.ret_offsets, false});
   }

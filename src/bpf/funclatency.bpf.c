@@ -339,7 +339,7 @@ static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part
     stats = bpf_map_lookup_elem(&fn_stats, &key);
   }
   if (!stats) return;
-  __u32 bucket = fl_bucket_of(duration_ns / unit_ns);
+  __u32 bucket = fl_bucket_of(fl_in_units(duration_ns, unit_ns));
   if (bucket >= FL_NUM_BUCKETS) bucket = FL_NUM_BUCKETS - 1;
   __sync_fetch_and_add(&stats->buckets[bucket], 1);
   __sync_fetch_and_add(&stats->sum_ns, duration_ns);

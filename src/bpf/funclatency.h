@@ -298,6 +298,21 @@ static inline __u32 fl_log2(__u64 v) {
   return r;
 }
 
+/* A duration in the display unit: ns / unit_ns. A 64-bit division is the
+ * slowest instruction of a kernel-mode return; under 2^32 ns (4.3 s) in usec
+ * or msec the multiply and shift a compiler uses for a 32-bit division by
+ * that constant gives the same quotient (exact for every 32-bit value: a
+ * unit test checks the edges, a brute-force run checked them all). In BPF
+ * unit_ns is fixed before load, so the verifier drops the other units'
+ * branches. Shared by BPF and C++ like fl_bucket_of. */
+static inline __u64 fl_in_units(__u64 ns, __u64 unit_ns) {
+  if (ns <= 0xffffffffull) {
+    if (unit_ns == 1000) return (ns * 274877907ull) >> 38;
+    if (unit_ns == 1000000) return (ns * 1125899907ull) >> 50;
+  }
+  return ns / unit_ns;
+}
+
 /* Fine bucket of a value in the display unit. Shared by BPF and C++ so both
  * paths bucket identically; a unit test checks every octave edge. */
 static inline __u32 fl_bucket_of(__u64 value) {

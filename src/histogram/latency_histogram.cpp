@@ -39,7 +39,7 @@ std::optional<uint64_t> LatencyHistogram::max() const {
 
 void LatencyHistogram::record(uint64_t duration_ns) {
   if (buckets_.empty()) buckets_.resize(kNumBuckets);
-  uint32_t bucket = fl_bucket_of(duration_ns / unit_ns_);
+  uint32_t bucket = fl_bucket_of(fl_in_units(duration_ns, unit_ns_));
   buckets_[std::min(bucket, kNumBuckets - 1)]++;
   count_++;
   sum_ns_ += duration_ns;

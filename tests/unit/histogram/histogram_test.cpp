@@ -103,6 +103,29 @@ TEST(BucketMath, CAndCppAgreeOnEveryOctaveEdge) {
     EXPECT_EQ(fl_bucket_low(b), fl_bucket_low_from_c(b));
 }
 
+// fl_in_units multiplies instead of dividing for usec and msec under 2^32 ns:
+// the quotient must be the division's at every multiple of the unit (the
+// edges where it steps), next to 2^32, and at random values, for the units
+// with a shortcut and for others.
+TEST(BucketMath, InUnitsIsTheDivision) {
+  std::mt19937_64 random(28);
+  for (uint64_t unit :
+       {uint64_t{1}, uint64_t{7}, uint64_t{1000}, uint64_t{1000000}, uint64_t{1000000000}}) {
+    for (uint64_t q = 0; q * unit <= 0x1ffffffffull && q < (1u << 22); q++) {
+      for (uint64_t v : {q * unit, q * unit + unit - 1}) {
+        ASSERT_EQ(fl_in_units(v, unit), v / unit) << v << " / " << unit;
+      }
+    }
+    for (uint64_t v = 0xffffffffull - 5000; v <= 0xffffffffull + 5000; v++) {
+      ASSERT_EQ(fl_in_units(v, unit), v / unit) << v << " / " << unit;
+    }
+    for (int i = 0; i < 1000000; i++) {
+      uint64_t v = random() >> (random() % 64);
+      ASSERT_EQ(fl_in_units(v, unit), v / unit) << v << " / " << unit;
+    }
+  }
+}
+
 TEST(BucketMath, BucketsAreContiguousAndRowsMatchLibbpfTools) {
   uint32_t previous = 0;
   for (uint64_t v = 0; v < (1u << 20); v++) {
