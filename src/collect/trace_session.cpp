@@ -453,10 +453,6 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(EventReader& reade
     schedule.next_late_attach = now + options_.late_attach_period;
   }
   if (policy_ && now >= schedule.next_policy) {
-    // Both ways of counting read up to now: the calls still in the ring
-    // would otherwise count in the next window, and an events-mode
-    // function's rate would jitter against a kernel-mode one's.
-    if (auto drained = reader.drain(); !drained) return std::unexpected(drained.error());
     if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
     apply_policy(std::chrono::duration<double>(now - schedule.last_policy).count());
     schedule.last_policy = now;
