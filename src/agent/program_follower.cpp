@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <thread>
 #include <unordered_map>
 
 #include "bpf/funclatency.h"
@@ -40,6 +42,18 @@ std::string_view basename_of(std::string_view path) {
 std::optional<uint32_t> fl_mode_of(const std::optional<ModeChoice>& mode) {
   if (!mode || *mode == ModeChoice::kAuto) return std::nullopt;
   return *mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
+}
+
+// FUNCLATENCY_TEST_FOLLOW_DELAY_MS: a test's stand-in for a busy agent, which
+// reads an exec record a while after the exec (tests/e2e/test_follow.py).
+std::chrono::milliseconds handle_delay_from_environment() {
+  const char* text = std::getenv("FUNCLATENCY_TEST_FOLLOW_DELAY_MS");
+  if (!text) return std::chrono::milliseconds(0);
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > 10000)
+    return std::chrono::milliseconds(0);
+  return std::chrono::milliseconds(value);
 }
 
 }  // namespace
@@ -94,7 +108,8 @@ ProgramFollower::ProgramFollower(std::unique_ptr<ExecWatch> watch, FunctionAttac
       object_(object),
       aggregator_(aggregator),
       note_(std::move(note)),
-      detail_(std::move(detail)) {}
+      detail_(std::move(detail)),
+      handle_delay_(handle_delay_from_environment()) {}
 
 ProgramFollower::~ProgramFollower() = default;
 
@@ -145,18 +160,54 @@ Result<std::vector<uint32_t>> ProgramFollower::poll() {
   std::vector<uint32_t> added;
   for (size_t i = 0; i < drained->size(); i++) {
     if (last[(*drained)[i].pid] != i) continue;
+    if (handle_delay_.count() > 0 && !known_everywhere((*drained)[i])) {
+      note_(fmt::format("FUNCLATENCY_TEST_FOLLOW_DELAY_MS: judging process {} in {} ms",
+                        (*drained)[i].pid, handle_delay_.count()));
+      std::this_thread::sleep_for(handle_delay_);
+    }
     for (auto& followed : followed_) handle((*drained)[i], *followed, added);
   }
   return added;
 }
 
+bool ProgramFollower::known_everywhere(const ProgramStart& start) const {
+  return start.file && std::all_of(followed_.begin(), followed_.end(), [&](const auto& followed) {
+           return followed->files.contains(*start.file) ||
+                  followed->elsewhere.contains(*start.file);
+         });
+}
+
 void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
                              std::vector<uint32_t>& added) {
   if (!start.file) return;
-  const FileId& file = *start.file;
-  if (followed.files.contains(file) || followed.elsewhere.contains(file)) return;
+  auto known = [&followed](const FileId& file) {
+    return followed.files.contains(file) || followed.elsewhere.contains(file);
+  };
+  if (known(*start.file)) return;
+  // The record may be stale: the process exec'd again since (a wrapper that
+  // execs the program), or a scan caught a forked child before its exec,
+  // still mapping its parent's program. What it runs is judged now, so the
+  // file it runs now is the one named: keying a program's probes by another
+  // file's name would attach them a second time at its next start.
+  auto now = watch_->file_of(start.pid);
+  if (!now) {
+    note_(fmt::format("cannot tell which program process {} runs: {}", start.pid,
+                      now.error().message()));
+    return;
+  }
+  if (!*now) return;  // gone (program_follower.h)
+  const FileId file = **now;
+  if (file != *start.file) {
+    detail_(fmt::format("process {} runs file {}:{} now, not {}:{} as it did at its exec",
+                        start.pid, file.dev, file.ino, start.file->dev, start.file->ino));
+    if (known(file)) return;
+  }
   auto path = program_in_process(start.pid, followed.target.program);
   if (!path) return;  // gone before it could be looked at (program_follower.h)
+  // Judged on one file: had it exec'd again meanwhile, that exec's own
+  // record comes next.
+  auto after = watch_->file_of(start.pid);
+  if (!after || *after != std::optional<FileId>(file)) return;
   if (!*path) {
     if (followed.elsewhere.size() >= kMaxElsewhere) followed.elsewhere.clear();
     followed.elsewhere.insert(file);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,6 +77,8 @@ class ProgramFollower {
 
  private:
   struct Followed;
+  // Whether every target has judged the record's file already.
+  bool known_everywhere(const ProgramStart& start) const;
   void handle(const ProgramStart& start, Followed& followed, std::vector<uint32_t>& added);
   void attach_file(Followed& followed, const std::string& path, int pid, const FileId& file,
                    std::vector<uint32_t>& added);
@@ -89,6 +92,7 @@ class ProgramFollower {
   Note detail_;
   std::vector<std::unique_ptr<Followed>> followed_;
   FollowStats stats_;
+  std::chrono::milliseconds handle_delay_;  // a test's stand-in for a busy agent
 };
 
 }  // namespace funclatency

@@ -66,8 +66,28 @@ Result<std::vector<ProgramStart>> ExecWatch::drain() {
 }
 
 Result<std::vector<ProgramStart>> ExecWatch::running() const {
+  return scan(0);
+}
+
+Result<std::optional<FileId>> ExecWatch::file_of(int pid) const {
+  auto found = scan(pid);
+  if (!found) return std::unexpected(found.error());
+  if (found->empty()) return std::optional<FileId>();
+  return found->front().file;
+}
+
+Result<std::vector<ProgramStart>> ExecWatch::scan(int pid) const {
+  union bpf_iter_link_info one {};
+  one.task.pid = static_cast<__u32>(pid);
+  bpf_iter_attach_opts options{};
+  options.sz = sizeof options;
+  options.link_info = &one;
+  options.link_info_len = sizeof one;
   std::unique_ptr<bpf_link, int (*)(bpf_link*)> iterator{
-      bpf_program__attach_iter(skeleton_->progs.fl_scan, nullptr), bpf_link__destroy};
+      bpf_program__attach_iter(skeleton_->progs.fl_scan, pid ? &options : nullptr),
+      bpf_link__destroy};
+  // The kernel refuses an iterator over a process that is gone.
+  if (!iterator && pid && (errno == ENOENT || errno == ESRCH)) return std::vector<ProgramStart>();
   if (!iterator) return runtime_error("start the task iterator", errno);
   UniqueFd records(bpf_iter_create(bpf_link__fd(iterator.get())));
   if (!records) return runtime_error("open the task iterator", errno);

@@ -49,12 +49,19 @@ class ExecWatch {
   Result<std::vector<ProgramStart>> drain();
   // Every process running now (a BPF task iterator: one pass, no /proc walk).
   Result<std::vector<ProgramStart>> running() const;
+  // The file process `pid` runs now, named as an exec record names it;
+  // nothing when the process is gone or maps no file. An exec record can be
+  // stale by the time it is read (the process exec'd again, or a forked
+  // child still showed its parent's program to a scan), so the follower asks.
+  Result<std::optional<FileId>> file_of(int pid) const;
   // Execs the ring had no room for since the start.
   uint64_t dropped() const;
 
  private:
   ExecWatch() = default;
   static int on_record(void* context, void* data, size_t size);
+  // The task iterator's records: every process, or only `pid` (not 0).
+  Result<std::vector<ProgramStart>> scan(int pid) const;
 
   // Destroyed in reverse: the ring, the link, then the object.
   std::unique_ptr<exec_watch_bpf, void (*)(exec_watch_bpf*)> skeleton_{nullptr, nullptr};

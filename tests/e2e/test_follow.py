@@ -264,6 +264,47 @@ def test_hundred_starts_keep_links_and_memory_bounded(procs, tool, target_app, t
     assert total == 100 * 3, total
 
 
+def test_a_program_exec_d_by_a_wrapper_is_attached_once_by_its_own_file(
+        procs, tool, target_app, tmp_path):
+    """A shell that execs the program (an entrypoint script's last line): by
+    the time a busy agent reads the shell's exec record, the process runs the
+    program. The agent names the file the process runs then, so the program's
+    own exec record finds it attached; keyed by the shell's file, the program
+    got its probes a second time (files_attached 2, seen once in CI when a
+    scan caught a forked child before its exec). The agent is made busy by
+    FUNCLATENCY_TEST_FOLLOW_DELAY_MS: it judges each exec record of a file it
+    has not judged yet 3 s after reading it, and says so; the shell execs the
+    program once the agent holds its record."""
+    program = tmp_path / "app-wrapped"
+    shutil.copy2(target_app, program)
+    shell = tmp_path / "entrypoint-sh"  # a file the agent has not judged yet
+    shutil.copy2(os.path.realpath("/bin/sh"), shell)
+    env = dict(os.environ, FUNCLATENCY_TEST_FOLLOW_DELAY_MS="3000")
+    agent = procs.spawn([tool, "--follow", "--json", "-i", "1", f"{program}:slow_op"], env=env)
+    agent.wait_for_line("stderr", r"^Following ", AGENT_START_TIMEOUT)
+    time.sleep(2)  # the start's own records read
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    wrapper = procs.spawn(
+        [shell, "-c", f"read line < {go}; exec {program} --calls 600 --rate 10"])
+    # The program is exec'd while the agent holds the shell's record (each
+    # new file's record on the host waits its turn too: up to a minute).
+    agent.wait_for_line("stderr", rf"judging process {wrapper.pid} in ", 60)
+    with open(go, "w") as fifo:
+        fifo.write("go\n")
+    wait_for_attached(agent, 1, timeout=60)
+    time.sleep(4)  # the program's own record judged
+    wrapper.kill()
+    # The records still waiting their turn are judged before the signal is.
+    assert agent.stop(timeout=90) == 0, agent.describe()
+    attached = [line for line in agent.lines("stderr") if re.search(ATTACHED, line)]
+    inode = os.stat(program).st_ino
+    assert len(attached) == 1 and attached[0].endswith(f":{inode})"), (
+        f"{attached}; the program is inode {inode}\n{agent.describe()}")
+    last = agent_records(parse_json_records(agent.text("stdout")))[-1]
+    assert last["files_attached"] == 1, last
+
+
 def test_each_target_has_its_own_slow_calls(procs, tool, target_app, tmp_path):
     """Slow-call settings per target: `few` keeps its 2 slowest (events mode:
     the first is its max), `every` prints each call over 1 ms as it ends and
