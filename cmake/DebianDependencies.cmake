@@ -1,8 +1,8 @@
 # CPack-time step of cmake/Packaging.cmake (CPACK_PROJECT_CONFIG_FILE): the
 # package's Depends and Recommends, from dpkg-shlibdeps run over the built
-# binary (Depends) and the exporter modules (Recommends; dpkg-shlibdeps drops
-# from Recommends what Depends already has). The files are the build tree's:
-# stripping changes no library they need.
+# binary and the report/diff module (Depends) and the exporter modules
+# (Recommends; dpkg-shlibdeps drops from Recommends what Depends already has).
+# The files are the build tree's: stripping changes no library they need.
 if(NOT CPACK_GENERATOR STREQUAL "DEB")
   return()
 endif()
@@ -25,13 +25,17 @@ else()
 endif()
 file(MAKE_DIRECTORY "${shlibdeps_dir}/debian")
 file(WRITE "${shlibdeps_dir}/debian/control" "")
+set(core_args)
+foreach(file IN LISTS FUNCLATENCY_SHLIBDEPS_BINARY)
+  list(APPEND core_args "-e${file}")
+endforeach()
 set(module_args)
 foreach(module IN LISTS FUNCLATENCY_SHLIBDEPS_MODULES)
   list(APPEND module_args "-e${module}")
 endforeach()
 execute_process(
   COMMAND "${FUNCLATENCY_DPKG_SHLIBDEPS}" -O --warnings=0
-          -dDepends "-e${FUNCLATENCY_SHLIBDEPS_BINARY}" -dRecommends ${module_args}
+          -dDepends ${core_args} -dRecommends ${module_args}
   WORKING_DIRECTORY "${shlibdeps_dir}"
   OUTPUT_VARIABLE substvars ERROR_VARIABLE shlibdeps_error RESULT_VARIABLE shlibdeps_status)
 file(REMOVE_RECURSE "${shlibdeps_dir}")

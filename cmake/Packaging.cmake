@@ -4,8 +4,8 @@
 # version there is; --version, the OTLP scope and the package all show it.
 #
 #   PREFIX/bin/funclatency
-#   PREFIX/lib/funclatency/funclatency-{otlp,prometheus}.so  found from the binary as
-#                                                            ../lib/funclatency (exporter_module.h)
+#   PREFIX/lib/funclatency/funclatency-{otlp,prometheus,offline}.so
+#                                      found from the binary as ../lib/funclatency (exporter_module.h)
 #   PREFIX/share/man/man8/funclatency.8.gz
 #   PREFIX/share/bash-completion/completions/funclatency
 #   PREFIX/lib/systemd/system/funclatency.service            ExecStart=PREFIX/bin/funclatency
@@ -32,7 +32,7 @@ target_include_directories(fl_cli PRIVATE ${FUNCLATENCY_GENERATED_DIR})
 # may be lib/x86_64-linux-gnu): the binary finds its modules at
 # ../lib/funclatency, so the two must not move apart.
 install(TARGETS funclatency RUNTIME DESTINATION bin)
-foreach(module funclatency_otlp funclatency_prometheus)
+foreach(module funclatency_otlp funclatency_prometheus funclatency_offline)
   if(TARGET ${module})
     install(TARGETS ${module} LIBRARY DESTINATION lib/funclatency)
   endif()
@@ -99,9 +99,15 @@ foreach(module funclatency_otlp funclatency_prometheus)
     list(APPEND funclatency_modules $<TARGET_FILE:${module}>)
   endif()
 endforeach()
+# `report` and `diff` are the tool's own commands: their module's libraries
+# are Depends, as the binary's are.
+set(funclatency_core_files $<TARGET_FILE:funclatency>)
+if(TARGET funclatency_offline)
+  list(APPEND funclatency_core_files $<TARGET_FILE:funclatency_offline>)
+endif()
 file(GENERATE OUTPUT ${CPACK_PROJECT_CONFIG_FILE} CONTENT
 "# Generated from cmake/Packaging.cmake: the files dpkg-shlibdeps reads.
-set(FUNCLATENCY_SHLIBDEPS_BINARY \"$<TARGET_FILE:funclatency>\")
+set(FUNCLATENCY_SHLIBDEPS_BINARY \"${funclatency_core_files}\")
 set(FUNCLATENCY_SHLIBDEPS_MODULES \"${funclatency_modules}\")
 set(FUNCLATENCY_SHLIBDEPS_SCRATCH \"${FUNCLATENCY_GENERATED_DIR}/shlibdeps\")
 include(\"${CMAKE_CURRENT_LIST_DIR}/DebianDependencies.cmake\")

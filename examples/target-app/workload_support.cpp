@@ -101,47 +101,107 @@ void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted,
   }
 }
 
-nlohmann::json FunctionTruth::to_json() const {
+namespace {
+
+// A JSON string: function and program names are printable, but quote what
+// JSON requires all the same.
+void append_json_string(std::string& out, const std::string& text) {
+  out += '"';
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+void append_field(std::string& out, const char* key, std::uint64_t value) {
+  out += '"';
+  out += key;
+  out += "\":";
+  out += std::to_string(value);
+}
+
+}  // namespace
+
+void FunctionTruth::append_json(std::string& out) const {
   std::uint64_t returned = returned_.load();
   std::uint64_t abandoned = abandoned_.load();
-  nlohmann::json rows = nlohmann::json::array();
+  out += "{\"name\":";
+  append_json_string(out, name_);
+  out += ',';
+  append_field(out, "calls", returned + abandoned);
+  out += ',';
+  append_field(out, "returned", returned);
+  out += ',';
+  append_field(out, "abandoned", abandoned);
+  out += ',';
+  append_field(out, "sum_ns", sum_ns_.load());
+  out += ',';
+  append_field(out, "undisturbed", undisturbed_.load());
+  out += ',';
+  append_field(out, "undisturbed_sum_ns", undisturbed_sum_ns_.load());
+  out += ',';
+  append_field(out, "min_ns", returned == 0 ? 0 : min_ns_.load());
+  out += ',';
+  append_field(out, "max_ns", max_ns_.load());
+  out += ",\"log2_usec\":[";
+  bool first_row = true;
   for (std::size_t row = 0; row < kLog2Rows; ++row) {
     std::uint64_t count = rows_[row].load();
     if (count == 0) continue;
-    nlohmann::json body_lower = nlohmann::json::array();
+    if (!first_row) out += ',';
+    first_row = false;
+    out += "\n  {";
+    append_field(out, "row", row);
+    out += ',';
+    append_field(out, "low_us", row == 0 ? 0 : (1ull << row));
+    out += ',';
+    append_field(out, "high_us", (2ull << row) - 1);
+    out += ',';
+    append_field(out, "count", count);
+    out += ',';
+    append_field(out, "near_edge", near_edge_[row].load());
+    out += ',';
+    append_field(out, "disturbed", disturbed_[row].load());
+    out += ",\"body_lower\":[";
+    bool first_pair = true;
     for (std::size_t lowest = 0; lowest < row; ++lowest) {
-      if (std::uint64_t calls = body_lower_[row][lowest].load())
-        body_lower.push_back({lowest, calls});
+      std::uint64_t calls = body_lower_[row][lowest].load();
+      if (calls == 0) continue;
+      if (!first_pair) out += ',';
+      first_pair = false;
+      out += '[' + std::to_string(lowest) + ',' + std::to_string(calls) + ']';
     }
-    rows.push_back({{"row", row},
-                    {"low_us", row == 0 ? 0 : (1ull << row)},
-                    {"high_us", (2ull << row) - 1},
-                    {"count", count},
-                    {"near_edge", near_edge_[row].load()},
-                    {"disturbed", disturbed_[row].load()},
-                    {"body_lower", std::move(body_lower)}});
+    out += "]}";
   }
-  return {{"name", name_},
-          {"calls", returned + abandoned},
-          {"returned", returned},
-          {"abandoned", abandoned},
-          {"sum_ns", sum_ns_.load()},
-          {"undisturbed", undisturbed_.load()},
-          {"undisturbed_sum_ns", undisturbed_sum_ns_.load()},
-          {"min_ns", returned == 0 ? 0 : min_ns_.load()},
-          {"max_ns", max_ns_.load()},
-          {"log2_usec", std::move(rows)}};
+  out += "]}";
 }
 
 bool TruthReport::write(const std::string& path, const std::string& program) const {
-  nlohmann::json functions = nlohmann::json::array();
-  for (const FunctionTruth& function : functions_) functions.push_back(function.to_json());
-  nlohmann::json report = {{"program", program}, {"pid", getpid()}, {"functions", functions}};
+  std::string report = "{\"program\":";
+  append_json_string(report, program);
+  report += ",\"pid\":" + std::to_string(getpid()) + ",\"functions\":[";
+  bool first = true;
+  for (const FunctionTruth& function : functions_) {
+    if (!first) report += ',';
+    first = false;
+    report += '\n';
+    function.append_json(report);
+  }
+  report += "]}\n";
   // Write then rename, so a reader never sees half a file.
   std::string partial = path + ".partial";
   {
     std::ofstream out(partial);
-    out << report.dump(1) << '\n';
+    out << report;
     if (!out) return false;
   }
   return std::rename(partial.c_str(), path.c_str()) == 0;

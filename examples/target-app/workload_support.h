@@ -11,7 +11,6 @@
 #include <deque>
 #include <exception>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
@@ -104,7 +103,9 @@ class FunctionTruth {
   void record_abandoned() { abandoned_.fetch_add(1, std::memory_order_relaxed); }
 
   const std::string& name() const { return name_; }
-  nlohmann::json to_json() const;
+  // Appends this function's truth as one JSON object (written by hand: with
+  // nlohmann/json the support code was most of target-app's compile time).
+  void append_json(std::string& out) const;
 
  private:
   std::string name_;

@@ -31,8 +31,9 @@
 #include "collect/cgroup_names.h"
 #include "collect/trace_session.h"
 #include "common/unique_fd.h"
-#include "offline/report_commands.h"
+#include "offline/offline_module.h"
 #include "output/console_sink.h"
+#include "output/exporter_module.h"
 #include "output/json_sink.h"
 #include "output/otlp/otlp_cli_options.h"
 #include "output/otlp/otlp_module.h"
@@ -91,35 +92,6 @@ sigset_t stop_signals() {
   return signals;
 }
 
-// `funclatency report|diff ...`: offline views of --json output, no BPF.
-int run_offline(int argc, char** argv) {
-  CLI::App app{"funclatency: offline views of a run's --json output", "funclatency"};
-  report::OfflineCommand command;
-  report::add_offline_commands(app, command);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "funclatency: %s (see funclatency %s --help)\n", e.what(), argv[1]);
-    return 2;
-  }
-  auto fail = [](const Error& error) {
-    std::fprintf(stderr, "funclatency: %s\n", error.message().c_str());
-    return error.exit_code();
-  };
-  if (command.report->parsed()) {
-    auto written = report::run_report(command.report_args);
-    if (!written) return fail(written.error());
-    if (!written->empty()) std::fprintf(stderr, "%s\n", written->c_str());
-    return 0;
-  }
-  auto diff = report::run_diff(command.diff_args);
-  if (!diff) return fail(diff.error());
-  std::fputs(diff->text.c_str(), stdout);
-  return diff->gate_failed ? 3 : 0;
-}
-
 // --config: the exporters the file names, where the command line named none.
 void apply_exporter_settings(const AgentSettings& settings, PrometheusCliValues& prometheus,
                              OtlpCliValues& otlp) {
@@ -140,6 +112,19 @@ int exit_code(const Result<void>& done) {
   if (done) return 0;
   std::fprintf(stderr, "funclatency: %s\n", done.error().message().c_str());
   return done.error().exit_code();
+}
+
+// `funclatency report|diff ...`: offline views of --json output, no BPF, run
+// by their module (offline/offline_module.h).
+int run_offline(int argc, char** argv) {
+  const std::string command = std::string("`funclatency ") + argv[1] + "`";
+  auto entry = load_module_entry(
+      kOfflineModuleFile, kOfflineModuleEntry, command,
+      "it is installed with funclatency and built by a whole build (`cmake --build BUILD`; the "
+      "demo builds the tracing binary alone); copy it with the binary",
+      "reinstall funclatency, or rebuild it whole (`cmake --build BUILD`)");
+  if (!entry) return exit_code(std::unexpected(entry.error()));
+  return reinterpret_cast<OfflineModuleEntry>(*entry)(argc, argv);
 }
 
 Result<void> run_calibration() {
@@ -602,7 +587,7 @@ int main(int argc, char** argv) {
       "funclatency: time every call of a function with eBPF uprobes, and print the\n"
       "latency distribution as a log2 histogram with percentiles.",
       "funclatency"};
-  app.footer(std::string(report::kOfflineHelp) + kExamples);
+  app.footer(std::string(kOfflineHelp) + kExamples);
   app.get_formatter()->column_width(34);
   CommandLine values;
   const bool config_file = std::any_of(argv + 1, argv + argc, [](const char* arg) {

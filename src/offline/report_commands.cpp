@@ -12,17 +12,6 @@
 
 namespace funclatency::report {
 
-const char* const kOfflineHelp = R"(
-Offline, from the JSON lines of a run (funclatency --json -i SECS ... > run.ndjson):
-  funclatency report RUN.ndjson [-o report.html]
-                                 one self-contained HTML page: latency heatmap per function,
-                                 p50/p95/p99 over time, lost calls, mode changes, totals
-  funclatency diff BASE.ndjson NEW.ndjson [--json] [--fail-if-slower PCT[@pNN]]
-                                 per function: before/after, ratios, slower/faster/no
-                                 significant change; exit 3 when pNN (default p95) got
-                                 significantly slower by more than PCT percent
-)";
-
 void add_offline_commands(CLI::App& app, OfflineCommand& command) {
   command.report = app.add_subcommand(
       "report", "Write a self-contained HTML latency heatmap of a run's --json output");

@@ -43,7 +43,4 @@ struct DiffOutcome {
 };
 Result<DiffOutcome> run_diff(const DiffArgs& args);
 
-// Help text of both, for the tracing command's --help.
-extern const char* const kOfflineHelp;
-
 }  // namespace funclatency::report

@@ -26,7 +26,9 @@ std::vector<std::string> exporter_module_paths(const std::string& binary_directo
           binary_directory + "/" + kInstalledModuleDirectory + "/" + file};
 }
 
-Result<void*> load_exporter_entry(const std::string& file, const char* entry, const char* option) {
+Result<void*> load_module_entry(const std::string& file, const char* entry,
+                                const std::string& needed_by, const std::string& missing_hint,
+                                const std::string& broken_hint) {
   const std::vector<std::string> candidates = exporter_module_paths(own_directory(), file);
   const std::string* path = nullptr;
   for (const auto& candidate : candidates) {
@@ -36,24 +38,16 @@ Result<void*> load_exporter_entry(const std::string& file, const char* entry, co
     }
   }
   if (path == nullptr) {
-    return runtime_error("find the exporter " + file + " that " + option + " needs: neither " +
+    return runtime_error("find the module " + file + " that " + needed_by + " needs: neither " +
                              candidates[0] + " nor " + candidates[1] + " exists",
-                         0,
-                         std::string("it is installed with funclatency and built by a whole "
-                                     "build (`cmake --build BUILD`; the demo builds the binary "
-                                     "alone); copy it with the binary, or run without ") +
-                             option);
+                         0, missing_hint);
   }
   void* module = dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
   if (module == nullptr) {
     const char* why = dlerror();
-    return runtime_error(std::string("load the exporter ") + *path + " that " + option +
+    return runtime_error("load the module " + *path + " that " + needed_by +
                              " needs: " + (why ? why : "unknown error"),
-                         0,
-                         std::string("a missing library comes with the package's recommended "
-                                     "packages (apt-get install funclatency without "
-                                     "--no-install-recommends), or run without ") +
-                             option);
+                         0, broken_hint);
   }
   void* address = dlsym(module, entry);
   if (address == nullptr) {
@@ -61,6 +55,18 @@ Result<void*> load_exporter_entry(const std::string& file, const char* entry, co
                          "install or rebuild funclatency and its modules together");
   }
   return address;
+}
+
+Result<void*> load_exporter_entry(const std::string& file, const char* entry, const char* option) {
+  return load_module_entry(
+      file, entry, option,
+      std::string("it is installed with funclatency and built by a whole build (`cmake --build "
+                  "BUILD`; the demo builds the binary alone); copy it with the binary, or run "
+                  "without ") +
+          option,
+      std::string("a missing library comes with the package's recommended packages (apt-get "
+                  "install funclatency without --no-install-recommends), or run without ") +
+          option);
 }
 
 }  // namespace funclatency

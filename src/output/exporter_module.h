@@ -30,4 +30,11 @@ std::vector<std::string> exporter_module_paths(const std::string& binary_directo
 // needs it.
 Result<void*> load_exporter_entry(const std::string& file, const char* entry, const char* option);
 
+// The same for any module of the binary (the offline commands' too): the
+// errors say `needed_by` needs it, and give `missing_hint` when no path has
+// it, `broken_hint` when it does not load.
+Result<void*> load_module_entry(const std::string& file, const char* entry,
+                                const std::string& needed_by, const std::string& missing_hint,
+                                const std::string& broken_hint);
+
 }  // namespace funclatency

@@ -1,8 +1,8 @@
 """The Debian package, as an operator gets it: packed by CPack from the test's
 build directory (no second build), installed with apt-get on this machine,
-run from /usr/bin with both exporter modules found in /usr/lib/funclatency,
-its man page and systemd unit checked where they land, and removed again with
-nothing of it left behind.
+run from /usr/bin with both exporter modules and the report/diff module
+found in /usr/lib/funclatency, its man page and systemd unit checked where
+they land, and removed again with nothing of it left behind.
 
 This installs to the real system (root only). The package is removed at the
 end whatever happens (the module fixture's finalizer), so the other tests,
@@ -142,6 +142,7 @@ def test_package_contents(deb):
     paths = {line.split()[-1].removeprefix(".") for line in listing.splitlines()}
     for path in ("/usr/bin/funclatency", "/usr/lib/funclatency/funclatency-otlp.so",
                  "/usr/lib/funclatency/funclatency-prometheus.so",
+                 "/usr/lib/funclatency/funclatency-offline.so",
                  "/usr/share/man/man8/funclatency.8.gz",
                  "/usr/share/bash-completion/completions/funclatency",
                  "/usr/lib/systemd/system/funclatency.service"):
@@ -170,6 +171,24 @@ def test_version_from_usr_bin(installed):
     result = run([INSTALLED_TOOL, "--version"])
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"funclatency {project_version()}"), result.stdout
+
+
+def test_report_and_diff_from_usr_bin(installed, tmp_path):
+    """The offline commands run from their module in /usr/lib/funclatency
+    (the binary has none of their code): an HTML report and a diff of a run
+    with itself."""
+    run_file = tmp_path / "run.ndjson"
+    run_file.write_text(
+        '{"type":"interval","time":"2026-01-01T00:00:00.000000Z","symbol":"f","binary":"/b",'
+        '"mode":"events","count":2,"sum_ns":6000,"min_ns":2500,"max_ns":3500,'
+        '"log2_buckets":[[2000,3999,2]],"lost":0}\n')
+    html = tmp_path / "run.html"
+    report = run([INSTALLED_TOOL, "report", run_file, "-o", html])
+    assert report.returncode == 0, report.stderr
+    assert html.read_text().lstrip().lower().startswith("<!doctype html"), html.read_text()[:200]
+    diff = run([INSTALLED_TOOL, "diff", run_file, run_file, "--json"])
+    assert diff.returncode == 0, diff.stderr
+    assert [f["symbol"] for f in json.loads(diff.stdout)["functions"]] == ["f"], diff.stdout
 
 
 def test_man_finds_the_page(installed):

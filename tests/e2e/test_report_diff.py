@@ -9,9 +9,11 @@ never says anything cannot pass it. A slow_op made 1.5x slower (target-app
 --slow-scale 1.5) is "slower" with the p50 ratio near 1.5, and
 --fail-if-slower 20 exits 3 on it. Several runs a side, their JSON lines in
 one file, are pooled. Both subcommands refuse malformed input with one
-line."""
+line, and run from their module (funclatency-offline.so), which a binary
+without it names."""
 
 import json
+import shutil
 
 import pytest
 
@@ -211,3 +213,29 @@ def test_help_teaches_both_subcommands(tool):
     text = run_tool(tool, ["--help"]).stdout
     assert "funclatency report RUN.ndjson" in text and "funclatency diff BASE.ndjson" in text
     assert "--fail-if-slower" in run_tool(tool, ["diff", "--help"]).stdout
+
+
+def test_the_commands_run_from_their_module_and_name_it_when_missing(tool, tmp_path):
+    """report and diff are a module beside the binary (the demo's build has
+    the binary alone): a copy of the binary with no module next to it, nor
+    in ../lib/funclatency, says which file is missing and where it looked."""
+    assert (tool.parent / "funclatency-offline.so").is_file(), "a whole build makes the module"
+    alone = tmp_path / "bin" / "funclatency"
+    alone.parent.mkdir()
+    shutil.copy2(tool, alone)
+    good = tmp_path / "good.ndjson"
+    good.write_text(GOOD + "\n")
+    for args in (["report", good], ["diff", good, good]):
+        result = run_tool(alone, args)
+        assert result.returncode == 1, f"exit {result.returncode}: {result.stderr}"
+        assert "funclatency-offline.so" in result.stderr and f"`funclatency {args[0]}`" in \
+            result.stderr and str(alone.parent / "funclatency-offline.so") in result.stderr, \
+            result.stderr
+        assert result.stdout == ""
+    # The same binary beside its module (as installed: ../lib/funclatency) works.
+    lib = tmp_path / "lib" / "funclatency"
+    lib.mkdir(parents=True)
+    shutil.copy2(tool.parent / "funclatency-offline.so", lib)
+    result = run_tool(alone, ["diff", good, good, "--json"])
+    assert result.returncode == 0, result.stderr
+    assert [f["symbol"] for f in json.loads(result.stdout)["functions"]] == ["f"]
