@@ -16,6 +16,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/read_file.h"
+
 namespace funclatency {
 
 namespace {
@@ -41,14 +43,12 @@ std::string openssl_reason() {
 }
 
 Result<std::string> read_file(const std::string& path, std::string_view field) {
-  errno = 0;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return bad_input("--web-config: cannot read " + std::string(field) + " " + path, "", errno);
+  auto content = read_whole_file(path);
+  if (!content) {
+    return bad_input("--web-config: cannot read " + std::string(field) + " " + path, "",
+                     content.error());
   }
-  std::ostringstream content;
-  content << file.rdbuf();
-  return content.str();
+  return std::move(*content);
 }
 
 // The PEM given inline, or read from its file.
