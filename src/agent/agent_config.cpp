@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "cli/config.h"
+#include "common/read_file.h"
 #include "common/yaml_fields.h"
 
 namespace funclatency {
@@ -188,12 +189,11 @@ Result<AgentConfig> parse_agent_config(std::string_view text, const std::string&
 }
 
 Result<AgentConfig> load_agent_config(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) return bad_input("cannot read " + path + " (--config)", "check the path", errno);
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return bad_input("cannot read " + path + " (--config)", {}, errno);
-  return parse_agent_config(text.str(), path);
+  auto text = read_whole_file(path);
+  if (!text) {
+    return bad_input("cannot read " + path + " (--config)", "check the path", text.error());
+  }
+  return parse_agent_config(*text, path);
 }
 
 }  // namespace funclatency

@@ -27,10 +27,6 @@ namespace funclatency {
 
 namespace {
 
-constexpr CapabilityMask bit(int capability) {
-  return CapabilityMask{1} << capability;
-}
-
 int capset_thread(CapabilityMask effective, CapabilityMask permitted) {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {
@@ -48,7 +44,7 @@ std::atomic<int> dropped_threads = 0;
 void forbid_regaining(CapabilityMask keep) {
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   for (int capability = 0; capability <= CAP_LAST_CAP; capability++) {
-    if (!(keep & bit(capability))) prctl(PR_CAPBSET_DROP, capability, 0, 0, 0);
+    if (!(keep & capability_bit(capability))) prctl(PR_CAPBSET_DROP, capability, 0, 0, 0);
   }
   prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }
@@ -201,8 +197,8 @@ Result<std::optional<TargetUser>> lookup_user(const PrivilegeCliValues& values) 
   auto caps = current_capabilities();
   if (!caps) return std::unexpected(caps.error());
   bool same = getuid() == user.uid && getgid() == user.gid;
-  if (!same && (caps->effective & (bit(CAP_SETUID) | bit(CAP_SETGID))) !=
-                   (bit(CAP_SETUID) | bit(CAP_SETGID))) {
+  if (!same && (caps->effective & (capability_bit(CAP_SETUID) | capability_bit(CAP_SETGID))) !=
+                   (capability_bit(CAP_SETUID) | capability_bit(CAP_SETGID))) {
     return bad_input("--user " + values.user + ": switching user needs CAP_SETUID and CAP_SETGID",
                      "run as root, or leave --user out");
   }
@@ -213,13 +209,14 @@ CapabilityMask late_attach_capabilities(bool perf_event_fallback) {
   // Measured on 6.18: a uprobe_multi link of an already loaded program
   // needs no CAP_BPF or CAP_PERFMON; reading the process's maps and library
   // files does.
-  CapabilityMask needed = bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH);
-  if (perf_event_fallback) needed |= bit(CAP_BPF) | bit(CAP_PERFMON) | bit(CAP_SYS_ADMIN);
+  CapabilityMask needed = capability_bit(CAP_SYS_PTRACE) | capability_bit(CAP_DAC_READ_SEARCH);
+  if (perf_event_fallback)
+    needed |= capability_bit(CAP_BPF) | capability_bit(CAP_PERFMON) | capability_bit(CAP_SYS_ADMIN);
   return needed;
 }
 
 CapabilityMask stack_unwinding_capabilities() {
-  return bit(CAP_SYS_PTRACE) | bit(CAP_DAC_READ_SEARCH);
+  return capability_bit(CAP_SYS_PTRACE) | capability_bit(CAP_DAC_READ_SEARCH);
 }
 
 Result<uint64_t> raise_open_file_limit() {
@@ -236,16 +233,6 @@ Result<uint64_t> raise_open_file_limit() {
     limit = raised;
   }
   return static_cast<uint64_t>(limit.rlim_cur);
-}
-
-Result<ThreadCapabilities> current_capabilities() {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2] = {};
-  if (syscall(SYS_capget, &header, data) != 0) return runtime_error("read capabilities", errno);
-  ThreadCapabilities caps;
-  caps.effective = data[0].effective | (CapabilityMask{data[1].effective} << 32);
-  caps.permitted = data[0].permitted | (CapabilityMask{data[1].permitted} << 32);
-  return caps;
 }
 
 Result<void> drop_privileges(const std::optional<TargetUser>& user, CapabilityMask keep) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_capabilities.h"
 
 namespace CLI {
 class App;
@@ -40,9 +41,6 @@ struct TargetUser {
 // no CAP_SETUID/CAP_SETGID to switch to it, is kBadInput. nullopt without --user.
 Result<std::optional<TargetUser>> lookup_user(const PrivilegeCliValues& values);
 
-// A set of capabilities, bit n = capability n (linux/capability.h).
-using CapabilityMask = uint64_t;
-
 // What attaching the probes of a library loaded later needs: CAP_SYS_PTRACE
 // (another user's /proc/PID/maps and /proc/PID/root) and CAP_DAC_READ_SEARCH
 // (libraries not world-readable). A uprobe_multi link of the loaded program
@@ -66,12 +64,6 @@ Result<void> drop_privileges(const std::optional<TargetUser>& user, CapabilityMa
 // descriptors, and a soft limit a service manager set low would run the
 // server out of them. Returns the soft limit now in force.
 Result<uint64_t> raise_open_file_limit();
-
-// The calling thread's effective, permitted capability sets.
-struct ThreadCapabilities {
-  CapabilityMask effective = 0, permitted = 0;
-};
-Result<ThreadCapabilities> current_capabilities();
 
 // While alive, the calling thread's permitted capabilities are effective too;
 // restores the effective set when destroyed. Does nothing when the permitted

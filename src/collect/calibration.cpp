@@ -7,6 +7,7 @@
 #include <map>
 
 #include "collect/map_reader.h"
+#include "common/own_executable.h"
 #include "histogram/latency_histogram.h"
 #include "probe/uprobe_links.h"
 #include "symbols/elf_symbol_resolver.h"
@@ -56,14 +57,6 @@ constexpr std::array<Case, 4> kCases = {{
     {"fl_calibration_stepped_uretprobe", fl_calibration_stepped_uretprobe, false, false},
     {"fl_calibration_stepped_ret", fl_calibration_stepped_ret, false, true},
 }};
-
-Result<std::string> own_executable() {
-  std::string path(4096, '\0');
-  ssize_t length = readlink("/proc/self/exe", path.data(), path.size());
-  if (length <= 0) return runtime_error("find funclatency's own executable", errno);
-  path.resize(static_cast<size_t>(length));
-  return path;
-}
 
 }  // namespace
 

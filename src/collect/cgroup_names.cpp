@@ -14,8 +14,11 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <vector>
+
+#include "common/unique_fd.h"
 
 namespace funclatency {
 namespace {
@@ -138,19 +141,17 @@ Result<std::string> read_text(const std::string& path) {
 }
 
 // Calls `visit(id, path)` for every cgroup under the directory open as `fd`
-// (whose path relative to the mount is `path`), depth first; closes `fd`.
+// (whose path relative to the mount is `path`), depth first; takes `fd` over.
 // Stops early when `visit` returns true. Cgroups removed during the walk are
 // skipped.
-bool walk_below(int fd, const std::string& path,
+bool walk_below(UniqueFd fd, const std::string& path,
                 const std::function<bool(uint64_t, const std::string&)>& visit) {
-  DIR* listing = fdopendir(fd);
-  if (listing == nullptr) {
-    close(fd);
-    return false;
-  }
+  std::unique_ptr<DIR, int (*)(DIR*)> listing(fdopendir(fd.get()), closedir);
+  if (listing == nullptr) return false;
+  fd.release();  // the listing closes it
   bool done = false;
   while (!done) {
-    const dirent* entry = readdir(listing);
+    const dirent* entry = readdir(listing.get());
     if (entry == nullptr) break;
     if (entry->d_type != DT_DIR) continue;
     const std::string_view name = entry->d_name;
@@ -159,10 +160,10 @@ bool walk_below(int fd, const std::string& path,
     // kernfs reports the inode, which is the cgroup id, in d_ino.
     done = visit(entry->d_ino, child);
     if (done) break;
-    const int child_fd = openat(dirfd(listing), entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (child_fd >= 0) done = walk_below(child_fd, child, visit);
+    UniqueFd child_fd(
+        openat(dirfd(listing.get()), entry->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (child_fd) done = walk_below(std::move(child_fd), child, visit);
   }
-  closedir(listing);
   return done;
 }
 
@@ -172,12 +173,12 @@ Result<void> walk_hierarchy(const std::string& mount,
   auto root_id = cgroup_id_of_path(mount);
   if (!root_id) return std::unexpected(root_id.error());
   if (visit(*root_id, "/")) return {};
-  const int fd = open(mount.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
+  UniqueFd fd(open(mount.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
     const int err = errno;
     return runtime_error("list the cgroups under " + mount, err);
   }
-  walk_below(fd, "/", visit);
+  walk_below(std::move(fd), "/", visit);
   return {};
 }
 

@@ -6,14 +6,15 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include "common/own_executable.h"
+
 namespace funclatency {
 namespace {
 
 std::string own_directory() {
-  char path[PATH_MAX];
-  ssize_t length = readlink("/proc/self/exe", path, sizeof(path) - 1);
-  if (length <= 0) return ".";
-  std::string exe(path, static_cast<size_t>(length));
+  auto found = own_executable();
+  if (!found) return ".";
+  const std::string& exe = *found;
   const size_t slash = exe.rfind('/');
   return slash == std::string::npos ? "." : exe.substr(0, slash);
 }

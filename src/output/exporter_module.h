@@ -7,10 +7,13 @@
 // its C++ types match.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
+#include "model/sink.h"
 
 namespace funclatency {
 
@@ -36,5 +39,19 @@ Result<void*> load_exporter_entry(const std::string& file, const char* entry, co
 Result<void*> load_module_entry(const std::string& file, const char* entry,
                                 const std::string& needed_by, const std::string& missing_hint,
                                 const std::string& broken_hint);
+
+// The sink the module `file` makes: its `entry`, of type Entry, called with
+// `args` and the result to fill. `exporter` names it in the error of an
+// entry that filled nothing.
+template <typename Entry, typename... Args>
+Result<std::unique_ptr<Sink>> sink_from_module(const std::string& file, const char* entry,
+                                               const char* option, const std::string& exporter,
+                                               Args&&... args) {
+  auto address = load_exporter_entry(file, entry, option);
+  if (!address) return std::unexpected(address.error());
+  Result<std::unique_ptr<Sink>> sink = runtime_error("the " + exporter + " exporter made no sink");
+  reinterpret_cast<Entry> (*address)(std::forward<Args>(args)..., sink);
+  return sink;
+}
 
 }  // namespace funclatency

@@ -1,11 +1,13 @@
 // The agent's self-metrics from a Report (see self_metrics.h): the one place
-// their names, kinds and help texts are written.
+// their kinds and help texts are written (their names: metric_names.h).
 #include "output/self_metrics.h"
 
 #include <algorithm>
 
 namespace funclatency {
 namespace {
+
+namespace names = metric_names;
 
 double count(uint64_t value) {
   return static_cast<double>(value);
@@ -31,39 +33,38 @@ std::vector<SelfMetric> self_metrics(const Report& report) {
   using enum SelfMetricId;
 
   metrics.push_back(unlabelled(
-      kConfigLastReloadSuccessful, "funclatency_config_last_reload_successful", kGauge,
+      kConfigLastReloadSuccessful, names::kConfigLastReloadSuccessful, kGauge,
       "1 if the last load of the configuration (at start or on SIGHUP) succeeded, 0 if it "
       "failed and the previous one still runs.",
       "", agent.config_last_reload_successful ? 1 : 0));
-  metrics.push_back(unlabelled(kConfigReloadFailures, "funclatency_config_reload_failures",
-                               kCounter,
+  metrics.push_back(unlabelled(kConfigReloadFailures, names::kConfigReloadFailures, kCounter,
                                "Reloads of the configuration (SIGHUP) refused since the start.",
                                "{reload}", count(agent.config_reload_failures)));
-  metrics.push_back(unlabelled(kAttachedFunctions, "funclatency_attached_functions", kGauge,
+  metrics.push_back(unlabelled(kAttachedFunctions, names::kAttachedFunctions, kGauge,
                                "Functions with probes attached now, over every target and file.",
                                "{function}", count(agent.functions_attached)));
-  metrics.push_back(unlabelled(kAttachedFiles, "funclatency_attached_files", kGauge,
+  metrics.push_back(unlabelled(kAttachedFiles, names::kAttachedFiles, kGauge,
                                "Distinct program files (device, inode) with probes attached now: "
                                "one per image version of a program.",
                                "{file}", count(agent.files_attached)));
 
   SelfMetric failures{.id = kAttachFailures,
-                      .name = "funclatency_attach_failures",
+                      .name = names::kAttachFailures,
                       .kind = kCounter,
                       .help =
                           "Processes running a followed program left untraced, by reason: "
                           "no_function, no_room, kernel_refused.",
                       .otlp_unit = "{process}",
-                      .label_name = "reason"};
+                      .label = names::kReason};
   for (const auto& [reason, value] : agent.attach_failures) {
     failures.samples.push_back({reason, count(value)});
   }
   metrics.push_back(std::move(failures));
 
-  metrics.push_back(unlabelled(kExecEvents, "funclatency_exec_events", kCounter,
+  metrics.push_back(unlabelled(kExecEvents, names::kExecEvents, kCounter,
                                "Processes seen starting (exec) since the start.", "{process}",
                                count(agent.processes_seen)));
-  metrics.push_back(unlabelled(kExecDropped, "funclatency_exec_dropped", kCounter,
+  metrics.push_back(unlabelled(kExecDropped, names::kExecDropped, kCounter,
                                "Execs the kernel's exec ring had no room for: a program first "
                                "started then is attached at its next start.",
                                "{process}", count(agent.exec_dropped)));
@@ -71,28 +72,28 @@ std::vector<SelfMetric> self_metrics(const Report& report) {
   LostCounts lost;
   for (const FunctionReport& function : report.functions) lost += function.total_lost;
   metrics.push_back({.id = kLostCalls,
-                     .name = "funclatency_lost_calls",
+                     .name = names::kAgentLostCalls,
                      .kind = kCounter,
                      .help = "Calls to traced functions that could not be timed, all functions, "
                              "by reason: unreturned (exception, longjmp or the return probe "
                              "limit), depth (nested deeper than the shadow stack), ringbuf (the "
                              "ring buffer was full).",
                      .otlp_unit = "{call}",
-                     .label_name = "reason",
+                     .label = names::kReason,
                      .samples = {{"unreturned", count(lost.unreturned)},
                                  {"depth", count(lost.depth)},
                                  {"ringbuf", count(lost.ringbuf)}}});
-  metrics.push_back(unlabelled(kRingbufDropped, "funclatency_ringbuf_dropped", kCounter,
+  metrics.push_back(unlabelled(kRingbufDropped, names::kAgentRingbufDropped, kCounter,
                                "Completed calls dropped because the ring buffer was full (the "
                                "agent read too slowly), all functions.",
                                "{call}", count(report.ringbuf_dropped_total)));
-  metrics.push_back(unlabelled(kSeriesFolded, "funclatency_series_folded", kCounter,
+  metrics.push_back(unlabelled(kSeriesFolded, names::kSeriesFolded, kCounter,
                                "Series (processes, cgroups) whose calls were folded into "
                                "series=\"other\" because their function had more series than "
                                "allowed (--max-series).",
                                "{series}", count(report.series_folded)));
 
-  SelfMetric cpu = unlabelled(kProbeCpuSeconds, "funclatency_probe_cpu_seconds", kCounter,
+  SelfMetric cpu = unlabelled(kProbeCpuSeconds, names::kProbeCpuSeconds, kCounter,
                               "CPU time the probes cost the traced programs: calls (timed and "
                               "lost) times the calibrated cost of one call.",
                               "s", agent.probe_cpu_seconds);

@@ -2,11 +2,10 @@
 // one list of names, kinds, units and help texts, so the Prometheus endpoint
 // and OTLP cannot drift apart. A pure function of the Report.
 //
-// Names start with `funclatency_`, never with --prometheus-prefix: they are
-// the tool's, as prometheus_* are Prometheus' own. `name` is the family: the
-// Prometheus sample name of a counter adds `_total` (text 0.0.4 and
-// OpenMetrics alike), the OTLP metric is `name` itself, which an OpenTelemetry
-// Collector's Prometheus exporter turns back into the same `..._total`.
+// Names (metric_names.h, which has the rule) start with `funclatency_`,
+// never with --prometheus-prefix: they are the tool's, as prometheus_* are
+// Prometheus' own. `name` is the family: the Prometheus sample name of a
+// counter adds `_total`, the OTLP metric is `name` itself.
 //
 // Also here: --config labels as exporter labels (exported_labels).
 #pragma once
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "model/report.h"
+#include "output/metric_names.h"
 
 namespace funclatency {
 
@@ -39,7 +39,7 @@ enum class SelfMetricId {
 };
 
 struct SelfMetricSample {
-  std::string label_value;  // the value of SelfMetric::label_name; empty without one
+  std::string label_value;  // the value of SelfMetric::label; empty without one
   double value = 0;
 };
 
@@ -51,7 +51,7 @@ struct SelfMetric {
   std::string_view openmetrics_unit;  // OpenMetrics' UNIT ("seconds"), or empty
   std::string_view otlp_unit;         // UCUM, as OTLP wants it ("s", "{call}")
   bool integral = true;               // counts: OTLP as_int; else as_double
-  std::string_view label_name;        // "reason", or empty for one unlabelled sample
+  metric_names::AttributeName label;  // kReason, or empty for one unlabelled sample
   std::vector<SelfMetricSample> samples;
 };
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "probe/privileges.h"
+#include "probe/tracing_capabilities.h"
 
 extern "C" {
 #include "bpf/funclatency.h"

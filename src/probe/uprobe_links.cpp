@@ -12,25 +12,13 @@
 #include <thread>
 #include <utility>
 
-#include "probe/privileges.h"
+#include "probe/tracing_capabilities.h"
 #include "probe/uprobe_multi.h"
 
 namespace funclatency {
 
-ProbeLink& ProbeLink::operator=(ProbeLink&& other) noexcept {
-  if (this != &other) {
-    reset();
-    link_ = std::exchange(other.link_, nullptr);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-void ProbeLink::reset() {
-  if (link_) bpf_link__destroy(link_);
-  if (fd_ >= 0) ::close(fd_);
-  link_ = nullptr;
-  fd_ = -1;
+void ProbeLink::LinkDestroy::operator()(bpf_link* link) const {
+  bpf_link__destroy(link);
 }
 
 namespace {
@@ -300,7 +288,7 @@ bool likely_refused(const ProbePoint& point) {
 void for_each_at_once(size_t n, const std::function<void(size_t)>& work) {
   constexpr size_t kMaxThreads = 16;
   const size_t lanes = std::min(n, kMaxThreads);
-  std::vector<std::thread> threads;
+  std::vector<std::jthread> threads;  // joined on return
   for (size_t lane = 1; lane < lanes; lane++) {
     try {
       threads.emplace_back([&work, n, lane, lanes] {
@@ -314,7 +302,6 @@ void for_each_at_once(size_t n, const std::function<void(size_t)>& work) {
   for (size_t i = 0; i < n; i++) {
     if (i % lanes == 0 || i % lanes > threads.size()) work(i);
   }
-  for (auto& thread : threads) thread.join();
 }
 
 // A point the kernel likely refuses, to be tried in a link of its own.

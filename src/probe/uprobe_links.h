@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/unique_fd.h"
 #include "probe/bpf_object.h"
 #include "probe/probe_plan.h"
 #include "symbols/probe_site.h"
@@ -23,19 +24,20 @@ namespace funclatency {
 class ProbeLink {
  public:
   static ProbeLink from_libbpf(bpf_link* link) { return ProbeLink(link, -1); }
+  // Takes `fd` over.
   static ProbeLink from_fd(int fd) { return ProbeLink(nullptr, fd); }
-  ProbeLink(ProbeLink&& other) noexcept
-      : link_(std::exchange(other.link_, nullptr)), fd_(std::exchange(other.fd_, -1)) {}
-  ProbeLink& operator=(ProbeLink&& other) noexcept;
-  ProbeLink(const ProbeLink&) = delete;
-  ProbeLink& operator=(const ProbeLink&) = delete;
-  ~ProbeLink() { reset(); }
-  void reset();
+  void reset() {
+    link_.reset();
+    fd_.reset();
+  }
 
  private:
+  struct LinkDestroy {
+    void operator()(bpf_link* link) const;
+  };
   ProbeLink(bpf_link* link, int fd) : link_(link), fd_(fd) {}
-  bpf_link* link_;
-  int fd_;
+  std::unique_ptr<bpf_link, LinkDestroy> link_;
+  UniqueFd fd_;
 };
 
 // Where a function's probes went, for -v.

@@ -14,6 +14,8 @@
 #include <system_error>
 #include <thread>
 
+#include "common/own_executable.h"
+#include "common/unique_fd.h"
 #include "probe/uprobe_multi.h"
 
 // The warm-up probe's place: called by nothing.
@@ -44,7 +46,7 @@ int find_warmup_site(dl_phdr_info* info, size_t, void* data) {
     if (segment.p_type != PT_LOAD || address < start || address >= start + segment.p_memsz) {
       continue;
     }
-    site->path = info->dlpi_name[0] ? info->dlpi_name : "/proc/self/exe";
+    site->path = info->dlpi_name[0] ? info->dlpi_name : kOwnExecutableLink;
     site->offset = address - start + segment.p_offset;
     site->found = true;
     return 1;
@@ -75,19 +77,17 @@ int load_empty_program() {
 void warm_up(std::shared_ptr<std::atomic<State>> state) {
   WarmupSite site;
   dl_iterate_phdr(find_warmup_site, &site);
-  const int program = site.found ? load_empty_program() : -1;
-  int link = -1;
-  if (program >= 0) {
+  const UniqueFd program(site.found ? load_empty_program() : -1);
+  UniqueFd link;  // closed before the program
+  if (program) {
     const uint64_t cookie = 0;
-    auto created = create_uprobe_multi_link(program, site.path, {&site.offset, 1}, {&cookie, 1},
-                                            false, getpid());
-    if (created) link = *created;
+    auto created = create_uprobe_multi_link(program.get(), site.path, {&site.offset, 1},
+                                            {&cookie, 1}, false, getpid());
+    if (created) link.reset(*created);
   }
   State expected = State::kStarting;
   if (state->compare_exchange_strong(expected, State::kRegistered)) state->notify_all();
   state->wait(State::kRegistered);
-  if (link >= 0) ::close(link);
-  if (program >= 0) ::close(program);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include <mutex>
 #include <utility>
 
+#include "common/unique_fd.h"
+
 namespace funclatency {
 
 struct ElfFile::Image {
@@ -34,16 +36,6 @@ struct ElfFile::Image {
 };
 
 namespace {
-
-struct FileDescriptor {
-  int fd = -1;
-  explicit FileDescriptor(int value) : fd(value) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor() {
-    if (fd >= 0) close(fd);
-  }
-};
 
 struct ElfHandleCloser {
   void operator()(Elf* elf) const { elf_end(elf); }
@@ -432,13 +424,13 @@ std::vector<ElfSymbol> ElfFile::symbols_named(std::string_view name) const {
 }
 
 Result<ElfFile> ElfFile::open(const std::string& path) {
-  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (file.fd < 0) {
+  UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file) {
     const int err = errno;
     return bad_input("cannot open " + path, {}, err);
   }
   struct stat status;
-  if (fstat(file.fd, &status) != 0) {
+  if (fstat(file.get(), &status) != 0) {
     const int err = errno;
     return bad_input("cannot read " + path, {}, err);
   }
@@ -446,7 +438,7 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
   if (status.st_size == 0) return bad_input(path + " is not an ELF file (it is empty)");
   auto image = std::make_shared<Image>();
   void* mapping = mmap(nullptr, static_cast<size_t>(status.st_size), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE, file.fd, 0);
+                       MAP_PRIVATE, file.get(), 0);
   if (mapping == MAP_FAILED) {
     const int err = errno;
     return bad_input("cannot map " + path, {}, err);

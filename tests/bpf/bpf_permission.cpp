@@ -9,7 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "probe/privileges.h"
+#include "probe/tracing_capabilities.h"
 
 namespace funclatency::testing {
 

@@ -2,13 +2,8 @@
 // generated classes of proto/, filled here and nowhere else.
 #include "output/otlp/otlp_convert.h"
 
-#include <limits.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <system_error>
 #include <tuple>
 #include <utility>
 
@@ -20,6 +15,7 @@ namespace {
 
 namespace common_pb = opentelemetry::proto::common::v1;
 namespace metrics_pb = opentelemetry::proto::metrics::v1;
+namespace names = metric_names;
 
 constexpr double kNsPerMs = 1e6;
 
@@ -29,45 +25,48 @@ uint64_t unix_nanos(std::chrono::system_clock::time_point time) {
 }
 
 void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
-                   const std::string& key, const std::string& value) {
+                   std::string_view key, const std::string& value) {
   auto* attribute = attributes->Add();
   // proto3 strings must be UTF-8, or the collector rejects the request.
-  attribute->set_key(to_valid_utf8(key));
+  attribute->set_key(to_valid_utf8(std::string(key)));
   attribute->mutable_value()->set_string_value(to_valid_utf8(value));
 }
 
 void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
-                   const std::string& key, int64_t value) {
+                   std::string_view key, int64_t value) {
   auto* attribute = attributes->Add();
-  attribute->set_key(key);
+  attribute->set_key(std::string(key));
   attribute->mutable_value()->set_int_value(value);
 }
 
 // Every attribute key a point gets from the tool itself; a --config label of
 // one of these names is renamed (exported_labels).
 constexpr std::string_view kOwnAttributeNames[] = {
-    "symbol", "binary",       "pid",         "process.pid",       "process.executable.name",
-    "cgroup", "container.id", "k8s.pod.uid", "container.runtime", "series",
-    "reason"};
+    names::kSymbol.otlp,      names::kBinary.otlp, names::kPid.otlp,
+    names::kSeriesPid.otlp,   names::kComm.otlp,   names::kCgroup.otlp,
+    names::kContainerId.otlp, names::kPodUid.otlp, names::kContainerRuntime.otlp,
+    names::kSeries.otlp,      names::kReason.otlp};
 
 void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
                              const FunctionReport& function, const OtlpOptions& options) {
-  add_attribute(attributes, "symbol", function.symbol);
-  add_attribute(attributes, "binary", function.binary);
-  if (options.pid_attribute && function.pid != 0) add_attribute(attributes, "pid", function.pid);
+  add_attribute(attributes, names::kSymbol.otlp, function.symbol);
+  add_attribute(attributes, names::kBinary.otlp, function.binary);
+  if (options.pid_attribute && function.pid != 0) {
+    add_attribute(attributes, names::kPid.otlp, function.pid);
+  }
   // --by: the series, as point attributes (one exporter reports many
   // processes, so they cannot be resource attributes), named by the
   // semantic conventions where they have a name.
   const SeriesLabels& series = function.series;
-  if (series.pid) add_attribute(attributes, "process.pid", int64_t{*series.pid});
+  if (series.pid) add_attribute(attributes, names::kSeriesPid.otlp, int64_t{*series.pid});
   for (const auto& [key, value] :
-       {std::pair{"process.executable.name", &series.comm}, std::pair{"cgroup", &series.cgroup},
-        std::pair{"container.id", &series.container_id},
-        std::pair{"k8s.pod.uid", &series.pod_uid}}) {
+       {std::pair{names::kComm.otlp, &series.comm}, std::pair{names::kCgroup.otlp, &series.cgroup},
+        std::pair{names::kContainerId.otlp, &series.container_id},
+        std::pair{names::kPodUid.otlp, &series.pod_uid}}) {
     if (*value) add_attribute(attributes, key, **value);
   }
-  if (series.other) add_attribute(attributes, "series", "other");
-  if (series.runtime) add_attribute(attributes, "container.runtime", *series.runtime);
+  if (series.other) add_attribute(attributes, names::kSeries.otlp, "other");
+  if (series.runtime) add_attribute(attributes, names::kContainerRuntime.otlp, *series.runtime);
   // --config: the target's name and its labels, as the file names them.
   for (const auto& [key, value] : exported_labels(function.labels, kOwnAttributeNames)) {
     add_attribute(attributes, key, value);
@@ -138,11 +137,12 @@ void add_exemplars(Point* point, const std::vector<SlowCall>& calls, const Funct
     exemplar->set_time_unix_nano(unix_nanos(call.time));
     exemplar->set_as_double(static_cast<double>(call.duration_ns) / ns_per_unit);
     auto* attributes = exemplar->mutable_filtered_attributes();
-    if (!function.series.pid) add_attribute(attributes, "process.pid", int64_t{call.pid});
-    add_attribute(attributes, "thread.id", int64_t{call.tid});
+    if (!function.series.pid)
+      add_attribute(attributes, names::kExemplarPid.otlp, int64_t{call.pid});
+    add_attribute(attributes, names::kExemplarTid.otlp, int64_t{call.tid});
     if (!call.thread.empty()) add_attribute(attributes, "thread.name", call.thread);
     if (!call.stack.empty())
-      add_attribute(attributes, "code.stacktrace", stacktrace_of(call.stack));
+      add_attribute(attributes, names::kExemplarStack.otlp, stacktrace_of(call.stack));
   }
 }
 
@@ -189,7 +189,7 @@ metrics_pb::AggregationTemporality temporality_of(const OtlpOptions& options) {
 // say. `histogram_of` gives a function's histogram, or nullptr to leave the
 // function out; `slowest_of` the calls to attach as exemplars, or nullptr.
 template <typename HistogramOf, typename SlowestOf>
-void add_latency_metric(metrics_pb::ScopeMetrics* scope, const char* explicit_name,
+void add_latency_metric(metrics_pb::ScopeMetrics* scope, std::string_view explicit_name,
                         const char* description, const Report& report, const OtlpOptions& options,
                         uint64_t start_ns, uint64_t time_ns, const HistogramOf& histogram_of,
                         const SlowestOf& slowest_of) {
@@ -215,7 +215,7 @@ void add_latency_metric(metrics_pb::ScopeMetrics* scope, const char* explicit_na
     }
   };
   if (explicit_kind) {
-    metric->set_name(explicit_name);
+    metric->set_name(std::string(explicit_name));
     metric->set_unit("ms");
     auto bounds = explicit_bounds_ms(unit_ns);
     add_points(metric->mutable_histogram(),
@@ -229,11 +229,11 @@ void add_latency_metric(metrics_pb::ScopeMetrics* scope, const char* explicit_na
   }
 }
 
-metrics_pb::Sum* add_monotonic_sum(metrics_pb::ScopeMetrics* scope, const char* name,
+metrics_pb::Sum* add_monotonic_sum(metrics_pb::ScopeMetrics* scope, std::string_view name,
                                    const char* description, const char* unit,
                                    const OtlpOptions& options) {
   auto* metric = scope->add_metrics();
-  metric->set_name(name);
+  metric->set_name(std::string(name));
   metric->set_description(description);
   metric->set_unit(unit);
   auto* sum = metric->mutable_sum();
@@ -263,7 +263,7 @@ void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report
                            [&](const auto& f) { return split_of(f).has_value(); })) {
     return;
   }
-  const std::tuple<const char*, const char*, LatencyHistogram CpuSplit::*> parts[] = {
+  const std::tuple<std::string_view, const char*, LatencyHistogram CpuSplit::*> parts[] = {
       {kOncpuMetricName, "Time calls to a traced function spent running on a CPU",
        &CpuSplit::oncpu},
       {kRunnableMetricName,
@@ -304,7 +304,7 @@ uint64_t add_lost_calls_metric(metrics_pb::ScopeMetrics* scope, const Report& re
           std::pair{"ringbuf", counts.ringbuf}}) {
       auto* point = add_count_point(lost, start_ns, time_ns, value);
       add_function_attributes(point->mutable_attributes(), function, options);
-      add_attribute(point->mutable_attributes(), "reason", reason);
+      add_attribute(point->mutable_attributes(), names::kReason.otlp, reason);
     }
   }
   return ringbuf_dropped;
@@ -335,13 +335,11 @@ void add_health_metrics(metrics_pb::ScopeMetrics* scope, const Report& report,
 
 // --follow/--config: the agent's own metrics (self_metrics.h), cumulative
 // whatever the temporality (they are the agent's state since it started),
-// gauges where Prometheus has gauges. Their lost calls are left out: the
-// per-function funclatency_lost_calls above already has that name and
-// `reason`, and summed over the functions it is the same count.
+// gauges where Prometheus has gauges: the same list as Prometheus', lost
+// calls of all functions (funclatency_lost_calls) included.
 void add_self_metrics(metrics_pb::ScopeMetrics* scope, const Report& report, uint64_t start_ns,
                       uint64_t time_ns) {
   for (const SelfMetric& self : self_metrics(report)) {
-    if (self.id == SelfMetricId::kLostCalls) continue;
     auto* metric = scope->add_metrics();
     metric->set_name(std::string(self.name));
     metric->set_description(std::string(self.help));
@@ -364,9 +362,8 @@ void add_self_metrics(metrics_pb::ScopeMetrics* scope, const Report& report, uin
       } else {
         point->set_as_double(sample.value);
       }
-      if (!self.label_name.empty()) {
-        add_attribute(point->mutable_attributes(), std::string(self.label_name),
-                      sample.label_value);
+      if (!self.label.otlp.empty()) {
+        add_attribute(point->mutable_attributes(), self.label.otlp, sample.label_value);
       }
     }
   }
@@ -402,20 +399,6 @@ std::vector<double> explicit_bounds_ms(uint64_t unit_ns) {
     bounds.push_back(low_units * static_cast<double>(unit_ns) / kNsPerMs);
   }
   return bounds;
-}
-
-ExportContext detect_export_context(int traced_pid) {
-  ExportContext context;
-  context.traced_pid = traced_pid;
-  context.tool_version = FUNCLATENCY_VERSION;
-  char host[HOST_NAME_MAX + 1] = {};
-  if (gethostname(host, sizeof(host) - 1) == 0) context.host_name = host;
-  if (traced_pid > 0) {
-    std::error_code error;
-    auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(traced_pid) + "/exe", error);
-    if (!error) context.traced_executable = exe.string();
-  }
-  return context;
 }
 
 otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,

@@ -56,6 +56,7 @@
 
 #include "model/report.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "output/metric_names.h"
 #include "output/otlp/otlp_options.h"
 
 namespace funclatency {
@@ -65,16 +66,14 @@ using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceRequest;
 using opentelemetry::proto::collector::metrics::v1::ExportMetricsServiceResponse;
 }  // namespace otlp_pb
 
-// Facts about this run that are not in a Report.
+// Facts about this run that are not in a Report (export_context.h gathers
+// them from the system, so that the conversion stays a pure function).
 struct ExportContext {
   int traced_pid = 0;             // -p PID, else 0
   std::string traced_executable;  // /proc/PID/exe of the traced process, when known
   std::string host_name;
   std::string tool_version;  // scope version
 };
-
-// Host name, and the traced process's executable path when there is one.
-ExportContext detect_export_context(int traced_pid);
 
 // The exporter's own counters, already in the requested temporality
 // (cumulative: since the sink started; delta: since the previous request).
@@ -86,17 +85,19 @@ struct ExporterHealth {
 // Frames of a slow call's stack in an exemplar's code.stacktrace.
 inline constexpr size_t kMaxExemplarFrames = 8;
 
-inline constexpr const char* kLatencyMetricName = "function_latency_ms";
+// Metric names (metric_names.h has them all, and the rule): OTLP's is the
+// name itself, Prometheus' the same with --prometheus-prefix in front.
+inline constexpr std::string_view kLatencyMetricName = metric_names::kLatency;
 // --cpu-split: each call's wall time in parts, histograms like the latency one
 // (same buckets, attributes, temporality and exponential variant), one point
 // per function that has the split.
-inline constexpr const char* kOncpuMetricName = "function_oncpu_ms";
-inline constexpr const char* kRunnableMetricName = "function_runnable_ms";
-inline constexpr const char* kBlockedMetricName = "function_blocked_ms";
-inline constexpr const char* kLostCallsMetricName = "funclatency_lost_calls";
-inline constexpr const char* kRingbufDroppedMetricName = "funclatency_ringbuf_dropped_calls";
-inline constexpr const char* kFailedExportsMetricName = "funclatency_otlp_failed_exports";
-inline constexpr const char* kDroppedRequestsMetricName = "funclatency_otlp_dropped_requests";
+inline constexpr std::string_view kOncpuMetricName = metric_names::kOncpu;
+inline constexpr std::string_view kRunnableMetricName = metric_names::kRunnable;
+inline constexpr std::string_view kBlockedMetricName = metric_names::kBlocked;
+inline constexpr std::string_view kLostCallsMetricName = metric_names::kLostCalls;
+inline constexpr std::string_view kRingbufDroppedMetricName = metric_names::kRingbufDroppedCalls;
+inline constexpr std::string_view kFailedExportsMetricName = metric_names::kOtlpFailedExports;
+inline constexpr std::string_view kDroppedRequestsMetricName = metric_names::kOtlpDroppedRequests;
 
 // "us", "ms", "ns" for the display units the tool has; "1e<k>ns"-style
 // names are never needed.
@@ -120,7 +121,7 @@ std::vector<double> explicit_bounds_ms(uint64_t unit_ns);
 // --follow/--config: the agent's self-metrics (self_metrics.h: funclatency_*,
 // counters as cumulative monotonic sums whatever the temporality, gauges as
 // gauges; `reason` attributes where Prometheus has the label), after the
-// others. Lost calls are not repeated: funclatency_lost_calls has them.
+// others, all of them, as Prometheus has them.
 //
 // Cumulative: each function's `total`, `total_split` and `total_lost`, start
 // = run_start. Delta: `interval`, `interval_split` and `interval_lost`, start

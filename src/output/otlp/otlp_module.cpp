@@ -1,6 +1,7 @@
 // Built into funclatency-otlp.so only: the entry the binary looks up.
 #include "output/otlp/otlp_module.h"
 
+#include "output/otlp/export_context.h"
 #include "output/otlp/otlp_cli.h"
 
 extern "C" [[gnu::visibility("default")]] void funclatency_otlp_make_sink_v1(

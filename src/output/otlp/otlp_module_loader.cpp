@@ -1,3 +1,4 @@
+// What the binary links of the OTLP exporter: the call into its module.
 #include "output/exporter_module.h"
 #include "output/otlp/otlp_module.h"
 
@@ -5,12 +6,8 @@ namespace funclatency {
 
 Result<std::unique_ptr<Sink>> load_otlp_sink(const OtlpCliValues& values, int traced_pid,
                                              std::function<void(std::string_view)> log) {
-  auto entry = load_exporter_entry(kOtlpModuleFile, kOtlpModuleEntry, "--otlp");
-  if (!entry) return std::unexpected(entry.error());
-  Result<std::unique_ptr<Sink>> sink = runtime_error("the OTLP exporter made no sink");
-  reinterpret_cast<OtlpModuleEntry> (*entry)(OtlpModuleRequest{&values, traced_pid, std::move(log)},
-                                             sink);
-  return sink;
+  return sink_from_module<OtlpModuleEntry>(kOtlpModuleFile, kOtlpModuleEntry, "--otlp", "OTLP",
+                                           OtlpModuleRequest{&values, traced_pid, std::move(log)});
 }
 
 }  // namespace funclatency

@@ -7,6 +7,8 @@
 #include <charconv>
 #include <optional>
 
+#include "common/text.h"
+
 namespace funclatency {
 namespace {
 
@@ -20,12 +22,9 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-    text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-    text.remove_suffix(1);
-  return text;
+// Environment values: any ASCII white space around them goes.
+std::string_view trim_value(std::string_view text) {
+  return trim(text, kAsciiWhitespace);
 }
 
 // The metrics-specific variable wins over the general one, as in the SDKs.
@@ -34,7 +33,8 @@ std::optional<std::string> lookup(const EnvironmentMap& env, std::string_view me
   for (std::string_view name : {metrics_name, general_name}) {
     if (name.empty()) continue;
     auto it = env.find(std::string(name));
-    if (it != env.end() && !trim(it->second).empty()) return std::string(trim(it->second));
+    if (it != env.end() && !trim_value(it->second).empty())
+      return std::string(trim_value(it->second));
   }
   return std::nullopt;
 }
@@ -250,17 +250,17 @@ Result<OtlpKeyValues> parse_otel_key_values(std::string_view text, std::string_v
   OtlpKeyValues pairs;
   while (!text.empty()) {
     auto comma = text.find(',');
-    auto item = trim(text.substr(0, comma));
+    auto item = trim_value(text.substr(0, comma));
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     if (item.empty()) continue;
     auto eq = item.find('=');
-    if (eq == std::string_view::npos || trim(item.substr(0, eq)).empty()) {
+    if (eq == std::string_view::npos || trim_value(item.substr(0, eq)).empty()) {
       return bad_input(std::string(source) + ": \"" + std::string(item) + "\" is not key=value",
                        "write key1=value1,key2=value2");
     }
-    auto key = percent_decode(trim(item.substr(0, eq)), source);
+    auto key = percent_decode(trim_value(item.substr(0, eq)), source);
     if (!key) return std::unexpected(key.error());
-    auto value = percent_decode(trim(item.substr(eq + 1)), source);
+    auto value = percent_decode(trim_value(item.substr(eq + 1)), source);
     if (!value) return std::unexpected(value.error());
     pairs.emplace_back(std::move(*key), std::move(*value));
   }

@@ -9,6 +9,8 @@
 #include <memory>
 #include <sstream>
 
+#include "common/read_file.h"
+
 namespace funclatency {
 
 namespace {
@@ -18,14 +20,9 @@ struct BioFree {
 };
 
 Result<std::string> read_pem(const std::string& path, std::string_view variable, bool key) {
-  errno = 0;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return bad_input(std::string(variable) + ": cannot read " + path, "", errno);
-  }
-  std::ostringstream content;
-  content << file.rdbuf();
-  std::string pem = content.str();
+  auto read = read_whole_file(path);
+  if (!read) return bad_input(std::string(variable) + ": cannot read " + path, "", read.error());
+  std::string pem = std::move(*read);
   std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   bool parsed = false;
   if (key) {

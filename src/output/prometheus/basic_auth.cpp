@@ -105,7 +105,7 @@ BasicAuth::~BasicAuth() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  // worker_ (a jthread) joins as the first member destroyed.
 }
 
 AuthVerdict BasicAuth::check(std::string_view authorization, std::string_view client) {
@@ -129,7 +129,7 @@ AuthVerdict BasicAuth::check(std::string_view authorization, std::string_view cl
   }
   if (!worker_.joinable()) {
     try {
-      worker_ = std::thread([this] { work(); });
+      worker_ = std::jthread([this] { work(); });
     } catch (const std::system_error&) {
       return AuthVerdict::kBusy;
     }

@@ -62,7 +62,7 @@ class BasicAuth {
   std::deque<std::string> turns_;  // clients with jobs, in the order they are served
   size_t queued_jobs_ = 0;
   bool stopping_ = false;
-  std::thread worker_;  // started with the first job
+  std::jthread worker_;  // started with the first job; last, so joined first
 };
 
 // Standard base64 (padding optional); false on any other character.

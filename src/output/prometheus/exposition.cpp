@@ -10,7 +10,9 @@
 #include <optional>
 #include <tuple>
 
+#include "common/text.h"
 #include "common/utf8.h"
+#include "output/metric_names.h"
 
 namespace funclatency {
 
@@ -28,32 +30,30 @@ struct MetricNames {
   std::string ringbuf;  // counter family, without _total
 };
 
-std::string prefixed(std::string_view prefix, std::string_view name) {
-  std::string base = prefix.empty() ? std::string() : std::string(prefix) + "_";
-  return base + std::string(name);
-}
+namespace names = metric_names;
 
-MetricNames metric_names(std::string_view prefix) {
-  return {prefixed(prefix, "function_latency_ms"), prefixed(prefix, "function_lost_calls"),
-          prefixed(prefix, "ringbuf_dropped_calls")};
+MetricNames families(std::string_view prefix) {
+  return {names::prometheus_family(names::kLatency, prefix),
+          names::prometheus_family(names::kLostCalls, prefix),
+          names::prometheus_family(names::kRingbufDroppedCalls, prefix)};
 }
 
 // --cpu-split: a histogram family per part of the wall time.
 struct SplitPart {
-  std::string_view family;  // after the prefix
+  std::string_view name;  // metric_names.h
   std::string_view help;
   LatencyHistogram CpuSplit::*histogram;
   HistogramTotals SplitTotals::*totals;
 };
 constexpr SplitPart kSplitParts[] = {
-    {"function_oncpu_ms",
+    {names::kOncpu,
      "Time calls to a traced function spent running on a CPU, in milliseconds (--cpu-split).",
      &CpuSplit::oncpu, &SplitTotals::oncpu},
-    {"function_runnable_ms",
+    {names::kRunnable,
      "Time calls to a traced function spent switched out while runnable, waiting for a CPU, in "
      "milliseconds (--cpu-split).",
      &CpuSplit::runnable, &SplitTotals::runnable},
-    {"function_blocked_ms",
+    {names::kBlocked,
      "Time calls to a traced function spent switched out while sleeping (a lock, I/O, a sleep), "
      "in milliseconds (--cpu-split).",
      &CpuSplit::blocked, &SplitTotals::blocked},
@@ -66,7 +66,7 @@ void append_metadata(std::string& out, ExpositionFormat format, const std::strin
                      std::string_view type, std::string_view unit, std::string_view help) {
   bool open_metrics = format == ExpositionFormat::kOpenMetrics;
   std::string name = family;
-  if (!open_metrics && type == "counter") name += "_total";
+  if (!open_metrics && type == "counter") name += names::kCounterSuffix;
   out += "# HELP " + name + " ";
   out += help;
   out += "\n# TYPE " + name + " ";
@@ -82,7 +82,10 @@ void append_metadata(std::string& out, ExpositionFormat format, const std::strin
 // The labels after symbol and binary, in this order: pid (-p, or --by pid)
 // and the --by series' own.
 constexpr std::string_view kSeriesLabelNames[] = {
-    "pid", "comm", "cgroup", "container_id", "pod_uid", "series", "container_runtime"};
+    names::kSeriesPid.prometheus,       names::kComm.prometheus,   names::kCgroup.prometheus,
+    names::kContainerId.prometheus,     names::kPodUid.prometheus, names::kSeries.prometheus,
+    names::kContainerRuntime.prometheus};
+static_assert(names::kPid.prometheus == names::kSeriesPid.prometheus, "one pid label");
 constexpr size_t kSeriesLabelCount = std::size(kSeriesLabelNames);
 using SeriesLabelValues = std::array<std::optional<std::string>, kSeriesLabelCount>;
 
@@ -116,7 +119,9 @@ SharedLabels shared_labels(const MetricsSnapshot& snapshot) {
 // `{symbol="...",binary="..."` and the series labels, left open for one more
 // label.
 std::string series_labels(const FunctionMetrics& function, const SharedLabels& shared) {
-  std::string labels = "{symbol=\"" + escape_label_value(function.symbol) + "\",binary=\"" +
+  std::string labels = "{" + std::string(names::kSymbol.prometheus) + "=\"" +
+                       escape_label_value(function.symbol) + "\"," +
+                       std::string(names::kBinary.prometheus) + "=\"" +
                        escape_label_value(function.binary) + "\"";
   auto values = series_label_values(function);
   for (size_t i = 0; i < kSeriesLabelCount; i++) {
@@ -205,7 +210,7 @@ void append_lost(std::string& out, const std::string& sample_name, const Functio
       {"ringbuf", function.lost.ringbuf},
   };
   for (const auto& [reason, value] : reasons) {
-    out += sample_name + labels + ",reason=\"";
+    out += sample_name + labels + "," + std::string(names::kReason.prometheus) + "=\"";
     out += reason;
     out += "\"} ";
     append_uint(out, value);
@@ -215,9 +220,18 @@ void append_lost(std::string& out, const std::string& sample_name, const Functio
 
 // Every label name the exposition gives a sample of its own; a --config
 // label of one of these names is renamed (exported_labels).
-constexpr std::string_view kOwnLabelNames[] = {
-    "symbol",  "binary", "pid", "comm",   "cgroup",   "container_id",
-    "pod_uid", "series", "le",  "reason", "quantile", "container_runtime"};
+constexpr std::string_view kOwnLabelNames[] = {names::kSymbol.prometheus,
+                                               names::kBinary.prometheus,
+                                               names::kPid.prometheus,
+                                               names::kComm.prometheus,
+                                               names::kCgroup.prometheus,
+                                               names::kContainerId.prometheus,
+                                               names::kPodUid.prometheus,
+                                               names::kSeries.prometheus,
+                                               "le",
+                                               names::kReason.prometheus,
+                                               "quantile",
+                                               names::kContainerRuntime.prometheus};
 
 // --config: the target's labels, every name that a series of the scrape has,
 // in the order they first appear.
@@ -258,12 +272,12 @@ void append_self_metrics(std::string& out, ExpositionFormat format,
     const std::string family(metric.name);
     append_metadata(out, format, family, counter ? "counter" : "gauge", metric.openmetrics_unit,
                     metric.help);
-    const std::string sample = counter ? family + "_total" : family;
+    const std::string sample = counter ? family + std::string(names::kCounterSuffix) : family;
     for (const SelfMetricSample& value : metric.samples) {
       out += sample;
-      if (!metric.label_name.empty()) {
+      if (!metric.label.prometheus.empty()) {
         out += "{";
-        out += metric.label_name;
+        out += metric.label.prometheus;
         out += "=\"" + escape_label_value(value.label_value) + "\"}";
       }
       out += ' ';
@@ -314,7 +328,8 @@ std::string exemplar_frame(const std::vector<StackFrame>& stack, std::string_vie
 std::string format_exemplar(const SlowCallExemplar& exemplar) {
   const std::string pid = std::to_string(exemplar.pid);
   const std::string tid = std::to_string(exemplar.tid);
-  std::string labels = " # {pid=\"" + pid + "\",tid=\"" + tid + "\"";
+  std::string labels = " # {" + std::string(names::kExemplarPid.prometheus) + "=\"" + pid + "\"," +
+                       std::string(names::kExemplarTid.prometheus) + "=\"" + tid + "\"";
   // OpenMetrics counts the names' and values' code points, not the quoting.
   const size_t used = 3 + pid.size() + 3 + tid.size() + 5;  // pid, tid, frame
   std::string frame = to_valid_utf8(exemplar.frame);
@@ -323,7 +338,8 @@ std::string format_exemplar(const SlowCallExemplar& exemplar) {
     if (code_points(frame) > room) {
       frame = std::string(first_code_points(frame, room - 1)) + "\xE2\x80\xA6";  // U+2026 …
     }
-    labels += ",frame=\"" + escape_label_value(frame) + "\"";
+    labels += "," + std::string(names::kExemplarStack.prometheus) + "=\"" +
+              escape_label_value(frame) + "\"";
   }
   labels += "} " + format_ns_as_ms(exemplar.duration_ns) + " ";
   // Seconds since the epoch, to the millisecond (what Prometheus keeps).
@@ -423,11 +439,11 @@ MetricsSnapshot snapshot_of(const Report& report) {
 
 std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat format,
                               std::string_view metric_prefix) {
-  MetricNames names = metric_names(metric_prefix);
+  MetricNames family_names = families(metric_prefix);
   std::string out;
   out.reserve(512 + snapshot.functions.size() * 4096);
 
-  append_metadata(out, format, names.latency, "histogram", "ms",
+  append_metadata(out, format, family_names.latency, "histogram", "ms",
                   "Duration of calls to a traced function, entry to return, in milliseconds. "
                   "Buckets are the console's log2 rows.");
   SharedLabels shared = shared_labels(snapshot);
@@ -438,13 +454,13 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
     labels.push_back(series_labels(function, shared) + config_labels(function, config_names));
   }
   for (size_t i = 0; i < snapshot.functions.size(); i++) {
-    append_histogram(out, names.latency, snapshot.functions[i], labels[i], snapshot.functions[i],
-                     format == ExpositionFormat::kOpenMetrics);
+    append_histogram(out, family_names.latency, snapshot.functions[i], labels[i],
+                     snapshot.functions[i], format == ExpositionFormat::kOpenMetrics);
   }
 
   if (std::ranges::any_of(snapshot.functions, [](const auto& f) { return f.split.has_value(); })) {
     for (const SplitPart& part : kSplitParts) {
-      std::string family = prefixed(metric_prefix, part.family);
+      std::string family = names::prometheus_family(part.name, metric_prefix);
       append_metadata(out, format, family, "histogram", "ms", part.help);
       for (size_t i = 0; i < snapshot.functions.size(); i++) {
         const FunctionMetrics& function = snapshot.functions[i];
@@ -455,17 +471,18 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
     }
   }
 
-  append_metadata(out, format, names.lost, "counter", "",
+  append_metadata(out, format, family_names.lost, "counter", "",
                   "Calls to a traced function that could not be timed, by reason: unreturned "
                   "(exception, longjmp or the return probe limit), depth (nested deeper than the "
                   "shadow stack), ringbuf (the ring buffer was full).");
   for (size_t i = 0; i < snapshot.functions.size(); i++) {
-    append_lost(out, names.lost + "_total", snapshot.functions[i], labels[i]);
+    append_lost(out, family_names.lost + std::string(names::kCounterSuffix), snapshot.functions[i],
+                labels[i]);
   }
 
-  append_metadata(out, format, names.ringbuf, "counter", "",
+  append_metadata(out, format, family_names.ringbuf, "counter", "",
                   "Completed calls dropped because the ring buffer was full, all functions.");
-  out += names.ringbuf + "_total ";
+  out += family_names.ringbuf + std::string(names::kCounterSuffix) + " ";
   append_uint(out, snapshot.ringbuf_dropped_total);
   out += '\n';
 
@@ -487,11 +504,6 @@ ExpositionFormat negotiate_format(std::string_view accept_header) {
     std::string_view range = accept_header.substr(0, comma);
     accept_header =
         comma == std::string_view::npos ? std::string_view() : accept_header.substr(comma + 1);
-    auto trim = [](std::string_view text) {
-      size_t first = text.find_first_not_of(" \t");
-      if (first == std::string_view::npos) return std::string_view();
-      return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-    };
     size_t semicolon = range.find(';');
     if (trim(range.substr(0, semicolon)) != "application/openmetrics-text") continue;
     bool refused = false;

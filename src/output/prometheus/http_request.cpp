@@ -8,6 +8,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/text.h"
+
 namespace funclatency {
 
 namespace {
@@ -26,12 +28,6 @@ bool is_token(std::string_view text) {
     return std::isalnum(static_cast<unsigned char>(c)) ||
            std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
   });
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
 }
 
 bool has_control_bytes(std::string_view text) {

@@ -159,6 +159,19 @@ uint16_t bound_port(int fd) {
   return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
 }
 
+// What an SSL_accept, SSL_read or SSL_write that did not succeed (`result`)
+// means: blocked until the socket is readable (or writable, which TLS may
+// ask for), or the connection is over.
+Io ssl_failure(Connection& connection, int result) {
+  const int error = SSL_get_error(connection.ssl.get(), result);
+  if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
+    connection.want_write = error == SSL_ERROR_WANT_WRITE;
+    return Io::kBlocked;
+  }
+  ERR_clear_error();
+  return Io::kClosed;
+}
+
 }  // namespace
 
 std::string_view reason_phrase(int status) {
@@ -467,18 +480,9 @@ Io HttpServer::Loop::handshake(Connection& connection) {
     connection.want_write = false;
     return Io::kProgress;
   }
-  switch (SSL_get_error(connection.ssl.get(), done)) {
-    case SSL_ERROR_WANT_READ:
-      connection.want_write = false;
-      return Io::kBlocked;
-    case SSL_ERROR_WANT_WRITE:
-      connection.want_write = true;
-      return Io::kBlocked;
-    default:
-      rejected++;
-      ERR_clear_error();
-      return Io::kClosed;
-  }
+  const Io io = ssl_failure(connection, done);
+  if (io == Io::kClosed) rejected++;
+  return io;
 }
 
 Io HttpServer::Loop::read_some(Connection& connection, Clock::time_point now) {
@@ -491,15 +495,7 @@ Io HttpServer::Loop::read_some(Connection& connection, Clock::time_point now) {
     if (connection.ssl) {
       ERR_clear_error();
       int n = SSL_read(connection.ssl.get(), buffer, sizeof buffer);
-      if (n <= 0) {
-        int error = SSL_get_error(connection.ssl.get(), n);
-        if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-          connection.want_write = error == SSL_ERROR_WANT_WRITE;
-          return Io::kBlocked;
-        }
-        ERR_clear_error();
-        return Io::kClosed;
-      }
+      if (n <= 0) return ssl_failure(connection, n);
       connection.want_write = false;
       got = n;
     } else {
@@ -641,15 +637,7 @@ Io HttpServer::Loop::write_some(Connection& connection) {
       ERR_clear_error();
       int n = SSL_write(connection.ssl.get(), data,
                         static_cast<int>(std::min<size_t>(length, INT_MAX)));
-      if (n <= 0) {
-        int error = SSL_get_error(connection.ssl.get(), n);
-        if (error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE) {
-          connection.want_write = error == SSL_ERROR_WANT_WRITE;
-          return Io::kBlocked;
-        }
-        ERR_clear_error();
-        return Io::kClosed;
-      }
+      if (n <= 0) return ssl_failure(connection, n);
       sent = n;
     } else {
       sent = send(connection.fd.get(), data, length, MSG_NOSIGNAL);

@@ -16,6 +16,8 @@
 #include <map>
 #include <sstream>
 
+#include "common/read_file.h"
+
 namespace funclatency {
 
 namespace {
@@ -29,9 +31,6 @@ struct X509Free {
 struct KeyFree {
   void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
 };
-struct CtxFree {
-  void operator()(SSL_CTX* context) const { SSL_CTX_free(context); }
-};
 using CertPtr = std::unique_ptr<X509, X509Free>;
 
 std::string openssl_reason() {
@@ -44,14 +43,12 @@ std::string openssl_reason() {
 }
 
 Result<std::string> read_file(const std::string& path, std::string_view field) {
-  errno = 0;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return bad_input("--web-config: cannot read " + std::string(field) + " " + path, "", errno);
+  auto content = read_whole_file(path);
+  if (!content) {
+    return bad_input("--web-config: cannot read " + std::string(field) + " " + path, "",
+                     content.error());
   }
-  std::ostringstream content;
-  content << file.rdbuf();
-  return content.str();
+  return std::move(*content);
 }
 
 // The PEM given inline, or read from its file.
@@ -238,7 +235,7 @@ struct TlsServerContext::Owned {
 };
 
 Result<std::shared_ptr<TlsServerContext>> TlsServerContext::create(const TlsServerConfig& config) {
-  std::unique_ptr<SSL_CTX, CtxFree> context(SSL_CTX_new(TLS_server_method()));
+  SslContextPtr context(SSL_CTX_new(TLS_server_method()));
   if (!context) return runtime_error("create a TLS server context: " + openssl_reason());
   SSL_CTX_set_min_proto_version(context.get(), protocol_version(config.min_version));
   SSL_CTX_set_max_proto_version(context.get(), protocol_version(config.max_version));
@@ -266,15 +263,17 @@ Result<std::shared_ptr<TlsServerContext>> TlsServerContext::create(const TlsServ
     return std::unexpected(verified.error());
   }
   return std::shared_ptr<TlsServerContext>(
-      new TlsServerContext(context.release(), std::move(owned)));
+      new TlsServerContext(std::move(context), std::move(owned)));
 }
 
-TlsServerContext::TlsServerContext(SSL_CTX* context, std::unique_ptr<Owned> owned)
-    : context_(context), owned_(std::move(owned)) {}
-
-TlsServerContext::~TlsServerContext() {
-  SSL_CTX_free(context_);
+void SslContextFree::operator()(SSL_CTX* context) const {
+  SSL_CTX_free(context);
 }
+
+TlsServerContext::TlsServerContext(SslContextPtr context, std::unique_ptr<Owned> owned)
+    : owned_(std::move(owned)), context_(std::move(context)) {}
+
+TlsServerContext::~TlsServerContext() = default;
 
 bool TlsContextSource::Stamp::operator==(const Stamp& other) const {
   return error == other.error && device == other.device && inode == other.inode &&

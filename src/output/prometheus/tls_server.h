@@ -24,6 +24,12 @@ typedef struct ssl_ctx_st SSL_CTX;
 
 namespace funclatency {
 
+// Frees an OpenSSL server context (SSL_CTX_free).
+struct SslContextFree {
+  void operator()(SSL_CTX* context) const;
+};
+using SslContextPtr = std::unique_ptr<SSL_CTX, SslContextFree>;
+
 class TlsServerContext {
  public:
   // Reads every file now (so a later change of user cannot make them
@@ -34,13 +40,14 @@ class TlsServerContext {
   TlsServerContext(const TlsServerContext&) = delete;
   TlsServerContext& operator=(const TlsServerContext&) = delete;
 
-  SSL_CTX* native() const { return context_; }
+  SSL_CTX* native() const { return context_.get(); }
 
  private:
   struct Owned;  // what the context's callbacks read
-  TlsServerContext(SSL_CTX* context, std::unique_ptr<Owned> owned);
-  SSL_CTX* context_;
+  TlsServerContext(SslContextPtr context, std::unique_ptr<Owned> owned);
+  // Declared first so it outlives the context, which is freed first.
   std::unique_ptr<Owned> owned_;
+  SslContextPtr context_;
 };
 
 // Where a new connection gets its context. Used on the server thread only.

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/read_file.h"
 #include "common/yaml_fields.h"
 
 namespace funclatency {
@@ -194,12 +195,9 @@ Result<WebConfig> parse_web_config(std::string_view text, const std::filesystem:
 
 Result<WebConfig> load_web_config(const std::string& path) {
   std::string prefix = "--web-config " + path + ": ";
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return bad_input("--web-config: cannot read " + path, "", errno);
-  std::ostringstream content;
-  content << file.rdbuf();
-  if (file.bad()) return bad_input("--web-config: cannot read " + path, "", errno);
-  auto config = parse_web_config(content.str(), std::filesystem::path(path).parent_path());
+  auto content = read_whole_file(path);
+  if (!content) return bad_input("--web-config: cannot read " + path, "", content.error());
+  auto config = parse_web_config(*content, std::filesystem::path(path).parent_path());
   if (!config) {
     Error error = config.error();
     error.context = prefix + error.context;

@@ -51,20 +51,20 @@ TEST(SelfMetrics, EveryFieldUnderItsDocumentedName) {
   for (const auto& [name, kind, value] : unlabelled) {
     const SelfMetric& metric = metric_named(metrics, name);
     EXPECT_EQ(metric.kind, kind) << name;
-    EXPECT_TRUE(metric.label_name.empty()) << name;
+    EXPECT_TRUE(metric.label.prometheus.empty() && metric.label.otlp.empty()) << name;
     ASSERT_EQ(metric.samples.size(), 1u) << name;
     EXPECT_EQ(metric.samples[0].value, value) << name;
     EXPECT_FALSE(metric.help.empty()) << name;
   }
   const SelfMetric& failures = metric_named(metrics, "funclatency_attach_failures");
   EXPECT_EQ(failures.kind, kCounter);
-  EXPECT_EQ(failures.label_name, "reason");
-  EXPECT_EQ(by_label(failures),
-            (std::map<std::string, double>{
-                {"no_function", 7}, {"no_room", 0}, {"kernel_refused", 1}}));
+  EXPECT_EQ(failures.label.prometheus, "reason");
+  EXPECT_EQ(failures.label.otlp, "reason");
+  EXPECT_EQ(by_label(failures), (std::map<std::string, double>{
+                                    {"no_function", 7}, {"no_room", 0}, {"kernel_refused", 1}}));
   // Lost calls summed over the functions.
   const SelfMetric& lost = metric_named(metrics, "funclatency_lost_calls");
-  EXPECT_EQ(lost.label_name, "reason");
+  EXPECT_EQ(lost.label.prometheus, "reason");
   EXPECT_EQ(by_label(lost),
             (std::map<std::string, double>{{"unreturned", 4}, {"depth", 1}, {"ringbuf", 2}}));
   EXPECT_EQ(metrics.size(), std::size(unlabelled) + 2);

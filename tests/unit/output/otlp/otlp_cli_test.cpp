@@ -4,6 +4,7 @@
 
 #include "otlp_test_receiver.h"
 #include "otlp_test_reports.h"
+#include "output/otlp/export_context.h"
 
 namespace funclatency {
 namespace {

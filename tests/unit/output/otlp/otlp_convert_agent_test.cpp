@@ -80,6 +80,17 @@ TEST(OtlpConvertAgent, SelfMetricsAreSumsAndGauges) {
     }
     EXPECT_EQ(by_reason, (std::map<std::string, int64_t>{
                              {"no_function", 7}, {"no_room", 0}, {"kernel_refused", 1}}));
+
+    // All functions' lost calls, by reason, as Prometheus'
+    // funclatency_lost_calls_total; function_lost_calls has them per function.
+    const auto* lost = metrics["funclatency_lost_calls"];
+    ASSERT_NE(lost, nullptr);
+    std::map<std::string, int64_t> lost_by_reason;
+    for (const auto& point : lost->sum().data_points()) {
+      lost_by_reason[attributes_of(point.attributes()).at("reason")] = point.as_int();
+    }
+    EXPECT_EQ(lost_by_reason,
+              (std::map<std::string, int64_t>{{"unreturned", 4}, {"depth", 1}, {"ringbuf", 2}}));
   }
 }
 
@@ -108,14 +119,13 @@ TEST(OtlpConvertAgent, TargetLabelsAndRuntimeAreAttributes) {
   const Attributes fast = {{"symbol", "fast_op"},     {"binary", "/app/prog"},
                            {"cgroup", "/user.slice"}, {"target", "search"},
                            {"service", "find"},       {"exported_symbol", "clash"}};
-  const auto& points = metrics[kLatencyMetricName]->histogram().data_points();
+  const auto& points = metrics.at(std::string(kLatencyMetricName))->histogram().data_points();
   ASSERT_EQ(points.size(), 2);
   EXPECT_EQ(attributes_of(points[0].attributes()), slow);
   EXPECT_EQ(attributes_of(points[1].attributes()), fast);
   EXPECT_EQ(points[1].attributes().size(), fast.size()) << "a key twice";
-  // The per-function lost calls carry them too (and are the agent's lost
-  // calls: no second metric of that name).
-  for (const auto& point : metrics[kLostCallsMetricName]->sum().data_points()) {
+  // The per-function lost calls carry them too.
+  for (const auto& point : metrics.at(std::string(kLostCallsMetricName))->sum().data_points()) {
     auto attributes = attributes_of(point.attributes());
     attributes.erase("reason");
     EXPECT_TRUE(attributes == slow || attributes == fast);

@@ -21,7 +21,7 @@ using testing::attributes_of;
 using testing::sample_report;
 
 const metrics_pb::Metric* find_metric(const otlp_pb::ExportMetricsServiceRequest& request,
-                                      const std::string& name) {
+                                      std::string_view name) {
   for (const auto& metric : request.resource_metrics(0).scope_metrics(0).metrics()) {
     if (metric.name() == name) return &metric;
   }
@@ -160,7 +160,7 @@ TEST(OtlpConvert, SeriesAreDataPointAttributes) {
       with({{"series", "other"}}),
   };
   auto request = build_export_request(report, OtlpOptions{}, test_context(), {});
-  for (const char* name :
+  for (std::string_view name :
        {kLatencyMetricName, kOncpuMetricName, kRunnableMetricName, kBlockedMetricName}) {
     const auto* metric = find_metric(request, name);
     ASSERT_NE(metric, nullptr) << name;
@@ -335,20 +335,22 @@ TEST(OtlpConvert, CpuSplitPartsAreExportedLikeTheLatency) {
   expected[6] = expected[7] = expected[12] = 1;
   for (int r = 0; r < kRows; r++) EXPECT_EQ(runnable.bucket_counts(r), expected[r]) << r;
   // After the latency, before the tool's health.
-  EXPECT_EQ(metric_names(request),
-            (std::vector<std::string>{"function_latency_ms", "function_oncpu_ms",
-                                      "function_runnable_ms", "function_blocked_ms",
-                                      kLostCallsMetricName, kRingbufDroppedMetricName,
-                                      kFailedExportsMetricName, kDroppedRequestsMetricName}));
+  EXPECT_EQ(
+      metric_names(request),
+      (std::vector<std::string>{
+          "function_latency_ms", "function_oncpu_ms", "function_runnable_ms", "function_blocked_ms",
+          std::string(kLostCallsMetricName), std::string(kRingbufDroppedMetricName),
+          std::string(kFailedExportsMetricName), std::string(kDroppedRequestsMetricName)}));
 }
 
 TEST(OtlpConvert, CpuSplitMetricsOnlyForFunctionsThatHaveIt) {
   // Without --cpu-split: the metrics of before, no split ones.
   auto plain = build_export_request(sample_report(), OtlpOptions{}, test_context(), {});
   EXPECT_EQ(metric_names(plain),
-            (std::vector<std::string>{"function_latency_ms", kLostCallsMetricName,
-                                      kRingbufDroppedMetricName, kFailedExportsMetricName,
-                                      kDroppedRequestsMetricName}));
+            (std::vector<std::string>{"function_latency_ms", std::string(kLostCallsMetricName),
+                                      std::string(kRingbufDroppedMetricName),
+                                      std::string(kFailedExportsMetricName),
+                                      std::string(kDroppedRequestsMetricName)}));
   // A function without the split has no point in them.
   auto report = sample_report(1000, /*cpu_split=*/true);
   report.functions[0].total_split.reset();
@@ -464,7 +466,7 @@ TEST(OtlpConvert, ExemplarsAreTheRunsSlowestCallsInMs) {
             (std::map<std::string, std::string>{{"process.pid", "4242"}, {"thread.id", "4243"}}));
   EXPECT_EQ(points[1].exemplars_size(), 0);  // fast_op had none
   // The CPU split's histograms carry none.
-  for (const char* name : {kOncpuMetricName, kRunnableMetricName, kBlockedMetricName}) {
+  for (std::string_view name : {kOncpuMetricName, kRunnableMetricName, kBlockedMetricName}) {
     for (const auto& point : find_metric(request, name)->histogram().data_points()) {
       EXPECT_EQ(point.exemplars_size(), 0) << name;
     }
@@ -506,14 +508,6 @@ TEST(OtlpConvert, ExemplarsLeaveOutWhatThePointSays) {
   ASSERT_EQ(point.exemplars_size(), 2);
   EXPECT_EQ(attributes_of(point.exemplars(1).filtered_attributes()),
             (std::map<std::string, std::string>{{"thread.id", "4243"}}));
-}
-
-TEST(OtlpConvert, DetectsHostAndOwnProcess) {
-  auto context = detect_export_context(getpid());
-  EXPECT_FALSE(context.host_name.empty());
-  EXPECT_NE(context.traced_executable.find("otlp_unit_tests"), std::string::npos);
-  EXPECT_FALSE(context.tool_version.empty());
-  EXPECT_TRUE(detect_export_context(0).traced_executable.empty());
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ class LogCapture {
   std::vector<std::string> lines_;
 };
 
-const metrics_pb::Metric* find_metric(const ReceivedExport& received, const std::string& name) {
+const metrics_pb::Metric* find_metric(const ReceivedExport& received, std::string_view name) {
   const auto& request = received.request;
   if (request.resource_metrics_size() == 0 ||
       request.resource_metrics(0).scope_metrics_size() == 0) {
@@ -61,7 +61,7 @@ const metrics_pb::Metric* find_metric(const ReceivedExport& received, const std:
   return nullptr;
 }
 
-int64_t sum_value(const ReceivedExport& received, const std::string& name) {
+int64_t sum_value(const ReceivedExport& received, std::string_view name) {
   const auto* metric = find_metric(received, name);
   if (!metric || metric->sum().data_points_size() == 0) return -1;
   return metric->sum().data_points(0).as_int();
@@ -571,7 +571,7 @@ TEST_P(OtlpSinkTest, DeltaOfTheCpuSplitIsTheChangeOfItsTotals) {
   auto received = receiver->received();
 
   CpuSplit changed = testing::split_of({40'000'000, 2000, 2500});
-  const std::pair<const char*, const LatencyHistogram*> parts[] = {
+  const std::pair<std::string_view, const LatencyHistogram*> parts[] = {
       {kOncpuMetricName, &changed.oncpu},
       {kRunnableMetricName, &changed.runnable},
       {kBlockedMetricName, &changed.blocked}};
