@@ -48,7 +48,7 @@ void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attr
 constexpr std::string_view kOwnAttributeNames[] = {
     "symbol", "binary",       "pid",         "process.pid",       "process.executable.name",
     "cgroup", "container.id", "k8s.pod.uid", "container.runtime", "series",
-    "reason"};
+    "reason", "retval",       "arg",         "arg.index"};
 
 void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
                              const FunctionReport& function, const OtlpOptions& options) {
@@ -62,10 +62,11 @@ void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyVa
   if (series.pid) add_attribute(attributes, "process.pid", int64_t{*series.pid});
   for (const auto& [key, value] :
        {std::pair{"process.executable.name", &series.comm}, std::pair{"cgroup", &series.cgroup},
-        std::pair{"container.id", &series.container_id},
-        std::pair{"k8s.pod.uid", &series.pod_uid}}) {
+        std::pair{"container.id", &series.container_id}, std::pair{"k8s.pod.uid", &series.pod_uid},
+        std::pair{"retval", &series.retval}, std::pair{"arg", &series.arg}}) {
     if (*value) add_attribute(attributes, key, **value);
   }
+  if (series.arg_index) add_attribute(attributes, "arg.index", int64_t{*series.arg_index});
   if (series.other) add_attribute(attributes, "series", "other");
   if (series.runtime) add_attribute(attributes, "container.runtime", *series.runtime);
   // --config: the target's name and its labels, as the file names them.

@@ -82,7 +82,8 @@ void append_metadata(std::string& out, ExpositionFormat format, const std::strin
 // The labels after symbol and binary, in this order: pid (-p, or --by pid)
 // and the --by series' own.
 constexpr std::string_view kSeriesLabelNames[] = {
-    "pid", "comm", "cgroup", "container_id", "pod_uid", "series", "container_runtime"};
+    "pid",    "comm", "cgroup", "container_id", "pod_uid", "series", "container_runtime",
+    "retval", "arg"};
 constexpr size_t kSeriesLabelCount = std::size(kSeriesLabelNames);
 using SeriesLabelValues = std::array<std::optional<std::string>, kSeriesLabelCount>;
 
@@ -96,6 +97,8 @@ SeriesLabelValues series_label_values(const FunctionMetrics& function) {
   values[4] = series.pod_uid;
   if (series.other) values[5] = "other";
   values[6] = series.runtime;
+  values[7] = series.retval;
+  values[8] = series.arg;
   return values;
 }
 
@@ -217,7 +220,8 @@ void append_lost(std::string& out, const std::string& sample_name, const Functio
 // label of one of these names is renamed (exported_labels).
 constexpr std::string_view kOwnLabelNames[] = {
     "symbol",  "binary", "pid", "comm",   "cgroup",   "container_id",
-    "pod_uid", "series", "le",  "reason", "quantile", "container_runtime"};
+    "pod_uid", "series", "le",  "reason", "quantile", "container_runtime",
+    "retval",  "arg"};
 
 // --config: the target's labels, every name that a series of the scrape has,
 // in the order they first appear.
@@ -373,20 +377,21 @@ MetricsSnapshot snapshot_of(const Report& report) {
   MetricsSnapshot snapshot;
   snapshot.ringbuf_dropped_total = report.ringbuf_dropped_total;
   using OptionalText = std::optional<std::string_view>;
-  std::map<std::tuple<std::string_view, std::string_view, int, OptionalText, OptionalText,
-                      OptionalText, OptionalText, bool, OptionalText, std::string>,
-           size_t>
+  std::map<
+      std::tuple<std::string_view, std::string_view, int, OptionalText, OptionalText, OptionalText,
+                 OptionalText, bool, OptionalText, std::string, OptionalText, OptionalText>,
+      size_t>
       index_by_labels;
   snapshot.functions.reserve(report.functions.size());
   for (const FunctionReport& function : report.functions) {
     const SeriesLabels& series = function.series;
     // The series' pid wins over -p's: they name the same process.
     int pid = series.pid.value_or(function.pid);
-    auto key = std::make_tuple(std::string_view(function.symbol), std::string_view(function.binary),
-                               pid, OptionalText(series.comm), OptionalText(series.cgroup),
-                               OptionalText(series.container_id), OptionalText(series.pod_uid),
-                               series.other, OptionalText(series.runtime),
-                               config_label_key(function.labels));
+    auto key = std::make_tuple(
+        std::string_view(function.symbol), std::string_view(function.binary), pid,
+        OptionalText(series.comm), OptionalText(series.cgroup), OptionalText(series.container_id),
+        OptionalText(series.pod_uid), series.other, OptionalText(series.runtime),
+        config_label_key(function.labels), OptionalText(series.retval), OptionalText(series.arg));
     auto [it, inserted] = index_by_labels.try_emplace(key, snapshot.functions.size());
     if (inserted) {
       FunctionMetrics metrics;
