@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 
 extern "C" {
 #include "bpf/funclatency.h"
@@ -36,10 +37,11 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
       ->check([](const std::string& key) -> std::string {
         if (key == "pid" || key == "comm" || key == "cgroup") return {};
         if (!is_value_key(key)) {
-          return "--by " + key + ": write pid, comm, cgroup, retval[:RULE] or argN[:BUCKETS]";
+          return key + ": write pid, comm, cgroup, retval[:RULE] or argN[:BUCKETS]";
         }
         auto spec = parse_value_key(key);
-        return spec ? std::string() : spec.error().message();
+        // CLI11 says "--by: " before it.
+        return spec ? std::string() : spec.error().message().substr(std::strlen("--by "));
       })
       ->type_name("KEY[,KEY]");
   app.add_option("--max-series", v.max_series,
