@@ -49,7 +49,7 @@ _funclatency() {
   local -A choices=(
     [--mode]='auto events kernel'
     [--exit-probes]='auto uretprobe ret'
-    [--by]='pid comm cgroup'
+    [--by]='pid comm cgroup retval retval:errno retval:null retval:bool retval:raw retval:go-error arg0 arg1 arg2'
     [--otlp-protocol]='http/protobuf http/json grpc'
     [--otlp-histogram]='explicit exponential'
     [--otlp-temporality]='cumulative delta'

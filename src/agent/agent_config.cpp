@@ -68,7 +68,9 @@ std::vector<std::string> by_keys(const YAML::Node& node) {
   auto keys = yaml::strings(node, "by");
   for (const auto& key : keys) {
     if (key != "pid" && key != "comm" && key != "cgroup") {
-      fail(node, "by: \"" + key + "\" is not pid, comm or cgroup");
+      fail(node, "by: \"" + key +
+                     "\" is not pid, comm or cgroup (retval and argN series are for the command "
+                     "line; a --config file's targets cannot have them yet)");
     }
   }
   return keys;

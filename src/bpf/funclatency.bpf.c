@@ -27,6 +27,12 @@ const volatile __u32 filter_tgid = 0; /* 0: every process */
 const volatile __u32 split_stride = 0;
 /* --by: FL_BY_* bits; 0 without series. */
 const volatile __u32 series_by = 0;
+/* --by retval/argN (FL_BY_VALUE): where the call's value comes from (enum
+ * fl_value_source), which register (argument N, or a Go result word), and
+ * the rule that classifies it (enum fl_value_rule). */
+const volatile __u32 value_source = FL_VALUE_NONE;
+const volatile __u32 value_index = 0;
+const volatile __u32 value_rule = FL_RULE_ZERO;
 /* -c/--cgroup: how many entries of cgroup_filter to check; 0 traces all. */
 const volatile __u32 cgroup_filters = 0;
 /* --slowest/--slower-than: calls over their function's slow_ns send an
@@ -232,7 +238,7 @@ static __always_inline bool jumps_to_entry(__u32 fn_id) {
  * call compiled as a loop). Returns the new depth; `pushed` says whether a
  * new frame is on top. */
 static __always_inline __u32 push_call(struct fl_frame* frames, __u32 max_depth, __u32 depth,
-                                       __u32 fn_id, __u64 sp, bool* pushed) {
+                                       __u32 fn_id, __u64 sp, __u64 arg, bool* pushed) {
   *pushed = false;
   depth = unwind_below(frames, max_depth, depth, sp);
   if (depth > max_depth) depth = 0; /* cannot happen */
@@ -253,6 +259,7 @@ static __always_inline __u32 push_call(struct fl_frame* frames, __u32 max_depth,
   }
   frame->sp = sp;
   frame->fn_id = fn_id;
+  frame->arg = arg;
   /* Read the clock last at entry (and first at return) so the probes' own
    * work stays out of the duration as far as it can. */
   frame->start_ns = bpf_ktime_get_ns();
@@ -287,6 +294,30 @@ static __always_inline void mark_switches(struct fl_shadow_stack* stack, __u32 d
   marks->kernel_switches = kernel_switches();
 }
 
+/* A register of the probed context. The verifier takes only constant
+ * offsets into ctx, so every candidate is loaded (volatile: the compiler may
+ * not fold the loads of a switch into one at a computed offset) and the
+ * value picked from them. */
+#define FL_REG(field) (*(volatile __u64*)&ctx->field)
+
+/* --by argN: argument N of a C call at its entry (x86-64 System V: RDI,
+ * RSI, RDX, RCX, R8, R9); value_index is fixed before load. */
+static __always_inline __u64 c_argument(struct pt_regs* ctx) {
+  if (value_source != FL_VALUE_ARG) return 0;
+  __u64 regs[6] = {FL_REG(di), FL_REG(si), FL_REG(dx), FL_REG(cx), FL_REG(r8), FL_REG(r9)};
+  __u32 index = value_index;
+  return index < 6 ? regs[index] : 0;
+}
+
+/* Go's internal register ABI (amd64): the integer words of the arguments at
+ * entry, and of the results at a `ret`, in RAX, RBX, RCX, RDI, RSI, R8, R9,
+ * R10, R11. */
+static __always_inline __u64 go_word(struct pt_regs* ctx, __u32 word) {
+  __u64 regs[9] = {FL_REG(ax), FL_REG(bx), FL_REG(cx),  FL_REG(di), FL_REG(si),
+                   FL_REG(r8), FL_REG(r9), FL_REG(r10), FL_REG(r11)};
+  return word < 9 ? regs[word] : 0;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fl_entry) {
   if (filtered_out()) return 0;
@@ -298,8 +329,8 @@ int BPF_KPROBE(fl_entry) {
     return 0;
   }
   bool pushed;
-  __u32 depth =
-      push_call(stack->frames, FL_MAX_DEPTH, stack->depth, fn_id, PT_REGS_SP(ctx), &pushed);
+  __u32 depth = push_call(stack->frames, FL_MAX_DEPTH, stack->depth, fn_id, PT_REGS_SP(ctx),
+                          c_argument(ctx), &pushed);
   stack->depth = depth;
   if (split_stride && pushed) mark_switches(stack, depth);
   return 0;
@@ -324,16 +355,17 @@ static __always_inline void update_max(__u64* slot, __u64 value) {
 /* What a series' totals start as. */
 const struct fl_fn_stats empty_stats = {};
 
-static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part, __u32 by);
+static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part, __u32 by,
+                                                         __u64 value);
 
 /* Adds a call (or one part of it) to the function's kernel slot: fn_stats
  * entry `slot`, or with --cpu-split slot + part * split_stride. With --by,
  * the caller's series gets it instead, or the slot (series `other`) when
  * there is no room for the series. */
-static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part,
-                                             __u64 duration_ns, __u32 by) {
+static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part, __u64 duration_ns,
+                                             __u32 by, __u64 value) {
   struct fl_fn_stats* stats = NULL;
-  if (by) stats = series_totals(fn_id, part, by);
+  if (by) stats = series_totals(fn_id, part, by, value);
   if (!stats) {
     __u32 key = slot + part * split_stride;
     stats = bpf_map_lookup_elem(&fn_stats, &key);
@@ -376,7 +408,8 @@ struct call_split {
 
 /* The record with the split (when known) and the caller's identity. */
 static __always_inline void record_ext_event(__u32 tagged_fn, __u64 duration_ns,
-                                             const struct call_split* split, __u32 by) {
+                                             const struct call_split* split, __u32 by,
+                                             __u64 value) {
   struct fl_event_ext* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count_lost(tagged_fn & ~FL_EVENT_ODD_GEN, LOST_RINGBUF);
@@ -394,15 +427,18 @@ static __always_inline void record_ext_event(__u32 tagged_fn, __u64 duration_ns,
   else
     __builtin_memset(event->comm, 0, sizeof(event->comm));
   event->reserved = 0;
+  event->value = (by & FL_BY_VALUE) ? value : 0;
   submit_event(event);
 }
 
 /* --by in kernel mode: the totals of the caller's series for `part`, or NULL
  * when the map has no room (the call then goes to `other`: fn_stats). */
-static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part, __u32 by) {
+static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part, __u32 by,
+                                                         __u64 value) {
   struct fl_series_key key = {};
   key.fn_id = fn_id;
   key.part = part;
+  if (by & FL_BY_VALUE) key.value = value;
   if (by & FL_BY_PID) key.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
   if (by & FL_BY_CGROUP) key.cgroup_id = bpf_get_current_cgroup_id();
   /* A process series carries its command too (an exec makes a new one). */
@@ -422,12 +458,13 @@ static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part
 /* The split's parts in the kernel: on-CPU is what the call was not switched
  * out (the probes' own cost, taken off the wall time, is on-CPU time too). */
 static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
-                                                   const struct call_split* split, __u32 by) {
+                                                   const struct call_split* split, __u32 by,
+                                                   __u64 value) {
   __u64 off_cpu = split->runnable_ns + split->blocked_ns;
   record_in_kernel(fn_id, slot, FL_PART_ONCPU, duration_ns > off_cpu ? duration_ns - off_cpu : 0,
-                   by);
-  record_in_kernel(fn_id, slot, FL_PART_RUNNABLE, split->runnable_ns, by);
-  record_in_kernel(fn_id, slot, FL_PART_BLOCKED, split->blocked_ns, by);
+                   by, value);
+  record_in_kernel(fn_id, slot, FL_PART_RUNNABLE, split->runnable_ns, by, value);
+  record_in_kernel(fn_id, slot, FL_PART_BLOCKED, split->blocked_ns, by, value);
 }
 
 /* Pops the frame of the call that entered at `entry_sp` into `duration_ns`.
@@ -435,7 +472,8 @@ static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u6
  * full, or a second return probe chained on the same frame). Frames deeper
  * than it never returned and are counted lost. */
 static __always_inline bool pop_call(struct fl_frame* frames, __u32 max_depth, __u32* depth_slot,
-                                     __u32 fn_id, __u64 entry_sp, __u64 now, __u64* duration_ns) {
+                                     __u32 fn_id, __u64 entry_sp, __u64 now, __u64* duration_ns,
+                                     __u64* arg) {
   __u32 depth = unwind_below(frames, max_depth, *depth_slot, entry_sp);
   struct fl_frame* top = frame_at(frames, max_depth, depth);
   if (!top) {
@@ -448,6 +486,7 @@ static __always_inline bool pop_call(struct fl_frame* frames, __u32 max_depth, _
   }
   *depth_slot = depth - 1;
   *duration_ns = now - top->start_ns;
+  *arg = top->arg;
   return true;
 }
 
@@ -472,8 +511,8 @@ static __always_inline __u32 copy_user_stack(__u8* stack, __u64 sp) {
 /* A call over its function's threshold: who made it, when it ended, the
  * registers an unwinder starts from, and the top of its user stack. */
 static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, __u64 duration_ns,
-                                             const struct call_split* split, __u32 flags,
-                                             __u64 gen) {
+                                             const struct call_split* split, __u32 flags, __u64 gen,
+                                             __u64 value) {
   struct fl_slow_call* slow = bpf_ringbuf_reserve(&slow_calls, sizeof(*slow), 0);
   if (!slow) {
     count_lost(fn_id, SLOW_DROPPED);
@@ -500,6 +539,7 @@ static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, _
   slow->regs.r15 = ctx->r15;
   slow->stack_bytes = copy_user_stack(slow->stack, ctx->sp);
   slow->gen = (__u32)gen;
+  slow->value = value;
   /* Rare and worth seeing soon: the reader raises the threshold from it. */
   bpf_ringbuf_submit(slow, BPF_RB_FORCE_WAKEUP);
 }
@@ -508,8 +548,7 @@ static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, _
  * the interval's K slowest); otherwise counts it as sent and raises the
  * floor. Races between CPUs only lower the floor: each value read is a
  * duration sent this interval, from K distinct entries. */
-static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u64 gen,
-                                            __u32 k) {
+static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u64 gen, __u32 k) {
   if (k == 0 || k > FL_MAX_SLOWEST) return true;
   struct fl_slow_floor* floor = bpf_map_lookup_elem(&slow_floors, &fn_id);
   if (!floor) return true;
@@ -540,7 +579,8 @@ static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u6
  * a call over the function's threshold also goes out with its stack.
  * `exit_flags`: FL_SLOW_AT_RET when the exit probe stands on the `ret`. */
 static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 duration_ns,
-                                        const struct call_split* split, __u32 exit_flags) {
+                                        const struct call_split* split, __u32 exit_flags,
+                                        __u64 value) {
   struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (config && config->subtract_ns) {
     duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
@@ -550,7 +590,7 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
   __u64 gen = slow_calls_on ? *(volatile __u64*)&slow_gen : 0;
   if (slow_calls_on && config && duration_ns >= config->slow_ns &&
       over_slow_floor(fn_id, duration_ns, gen, config->slowest_k))
-    record_slow_call(ctx, fn_id, duration_ns, split, exit_flags, gen);
+    record_slow_call(ctx, fn_id, duration_ns, split, exit_flags, gen, value);
   __u32 tagged_fn = fn_id | ((gen & 1) ? FL_EVENT_ODD_GEN : 0);
   /* --config: a target's own --by, within the run's. */
   __u32 by = series_by;
@@ -558,13 +598,21 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
   /* Kernel mode needs a slot; a function without one stays in events mode. */
   bool in_kernel = config && config->mode == FL_MODE_KERNEL && config->slot != FL_NO_SLOT;
   if (in_kernel) {
-    record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns, by);
-    if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split, by);
+    record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns, by, value);
+    if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split, by, value);
   } else if (split || split_stride || series_by) {
-    record_ext_event(tagged_fn, duration_ns, split, by);
+    record_ext_event(tagged_fn, duration_ns, split, by, value);
   } else {
     record_as_event(tagged_fn, duration_ns);
   }
+}
+
+/* --by retval/argN: the class of a completed call's value: its argument
+ * noted at entry, or its return value (RAX at a `ret` and after it). */
+static __always_inline __u64 value_of_call(__u64 arg, __u64 result) {
+  if (value_source == FL_VALUE_ARG) return fl_value_of(value_rule, arg);
+  if (value_source == FL_VALUE_RETVAL) return fl_value_of(value_rule, result);
+  return 0;
 }
 
 static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __u64 now,
@@ -573,11 +621,13 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   struct fl_shadow_stack* stack =
       bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
   if (!stack) return 0;
-  __u64 duration_ns;
-  if (!pop_call(stack->frames, FL_MAX_DEPTH, &stack->depth, fn_id, entry_sp, now, &duration_ns))
+  __u64 duration_ns, arg = 0;
+  if (!pop_call(stack->frames, FL_MAX_DEPTH, &stack->depth, fn_id, entry_sp, now, &duration_ns,
+                &arg))
     return 0;
+  __u64 value = value_of_call(arg, ctx->ax);
   if (!split_stride) {
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value);
     return 0;
   }
   /* The popped frame was at depth + 1. */
@@ -586,7 +636,7 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   struct fl_thread_switches* thread = bpf_map_lookup_elem(&thread_switches, &tid);
   if (!marks || !thread) {
     count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value);
     return 0;
   }
   thread->in_call = stack->depth;
@@ -597,14 +647,14 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   if (kernel_switches() - marks->kernel_switches != thread->outs - marks->outs ||
       thread->out_since_ns) {
     count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value);
     return 0;
   }
   struct call_split split = {
       .runnable_ns = thread->runnable_ns - marks->runnable_ns,
       .blocked_ns = thread->blocked_ns - marks->blocked_ns,
   };
-  record_call(ctx, fn_id, duration_ns, &split, exit_flags);
+  record_call(ctx, fn_id, duration_ns, &split, exit_flags, value);
   return 0;
 }
 
@@ -733,8 +783,8 @@ int BPF_KPROBE(fl_go_entry) {
     }
   }
   bool pushed;
-  stack->depth =
-      push_call(stack->frames, FL_GO_MAX_DEPTH, stack->depth, fn_id, virtual_sp, &pushed);
+  stack->depth = push_call(stack->frames, FL_GO_MAX_DEPTH, stack->depth, fn_id, virtual_sp,
+                           value_source == FL_VALUE_ARG ? go_word(ctx, value_index) : 0, &pushed);
   return 0;
 }
 
@@ -752,8 +802,12 @@ int BPF_KPROBE(fl_go_exit) {
   if (!current_goroutine(ctx, config, &key, &virtual_sp)) return 0;
   struct fl_go_stack* stack = bpf_map_lookup_elem(&go_stacks, &key);
   if (!stack) return 0;
-  __u64 duration_ns;
-  if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now, &duration_ns))
-    record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET);
+  __u64 duration_ns, arg = 0;
+  if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now, &duration_ns,
+               &arg)) {
+    /* The results are in their registers at the `ret`: word value_index. */
+    __u64 result = value_source == FL_VALUE_RETVAL ? go_word(ctx, value_index) : 0;
+    record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET, value_of_call(arg, result));
+  }
   return 0;
 }

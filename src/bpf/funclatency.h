@@ -56,12 +56,37 @@ struct fl_event_ext {
   char comm[16];   /* the calling thread's command */
   __u32 flags;     /* FL_EVENT_* */
   __u32 reserved;
+  __u64 value; /* --by retval/argN: the call's value class (fl_value_of) */
 };
 
 /* --by: which parts of a caller's identity make a series. */
 #define FL_BY_PID 1u
 #define FL_BY_COMM 2u
 #define FL_BY_CGROUP 4u
+/* --by retval[:RULE] / argN[:BUCKETS]: a value of the call itself (its
+ * return value's class, or an argument's bucket), fl_value_of in BPF. */
+#define FL_BY_VALUE 8u
+
+/* Where the value of FL_BY_VALUE comes from (read-only config value_source). */
+enum fl_value_source {
+  FL_VALUE_NONE = 0,
+  FL_VALUE_RETVAL = 1, /* at the exit: RAX (Go: result word value_index) */
+  FL_VALUE_ARG = 2,    /* at the entry: argument register value_index */
+};
+
+/* How a raw register becomes the series' value (read-only value_rule). The
+ * 32-bit rules read an `int`: the ABI leaves a register's upper half
+ * undefined for one. */
+enum fl_value_rule {
+  FL_RULE_ZERO = 0,     /* int: 0 when 0 (ok), else 1 (error) */
+  FL_RULE_ERRNO = 1,    /* int: 0 when >= 0 (ok), else the negative value */
+  FL_RULE_NULL = 2,     /* pointer: 0 when NULL, else 1 (ok) */
+  FL_RULE_BOOL = 3,     /* C bool (low byte): 0 false, 1 true */
+  FL_RULE_RAW32 = 4,    /* int: the value, sign-extended */
+  FL_RULE_RAW64 = 5,    /* the whole register */
+  FL_RULE_LOG2 = 6,     /* unsigned: 0 for 0, else floor(log2(v)) + 1 */
+  FL_RULE_GO_ERROR = 7, /* Go error's first word: 0 nil (ok), else 1 (error) */
+};
 
 /* --by in kernel mode: a series' per-CPU totals are keyed by this; the parts
  * --by leaves out are 0 (comm is kept with pid: a process series shows its
@@ -74,6 +99,7 @@ struct fl_series_key {
   __u32 reserved;
   __u64 cgroup_id;
   char comm[16];
+  __u64 value; /* --by retval/argN: fl_value_of the call's value */
 };
 
 /* -c/--cgroup: at most this many cgroups to trace (each with its subtree). */
@@ -122,6 +148,7 @@ struct fl_frame {
   __u64 start_ns;
   __u32 fn_id;
   __u32 reserved;
+  __u64 arg; /* --by argN: the argument's raw value at entry */
 };
 
 /* --cpu-split: a thread's running totals of time switched out when a frame
@@ -278,6 +305,7 @@ struct fl_slow_call {
   __u32 stack_bytes; /* valid bytes of stack[], copied from regs.sp up */
   __u32 gen;         /* slow_gen as the call ended (its low 32 bits) */
   __u8 stack[FL_STACK_BYTES];
+  __u64 value; /* --by retval/argN: the call's series value */
 };
 
 /* Kernel-mode totals live in a pool of slots (fn_stats entries), given to
@@ -296,6 +324,19 @@ static inline __u32 fl_log2(__u64 v) {
   if (v >> 2) { v >>= 2; r += 2; }
   if (v >> 1) r += 1;
   return r;
+}
+
+/* The class of raw register value `raw` under `rule`. Shared by BPF and C++
+ * (unit tests pin every rule). */
+static inline __u64 fl_value_of(__u32 rule, __u64 raw) {
+  __s64 as_int = (__s64)(__s32)(__u32)raw;
+  if (rule == FL_RULE_ZERO) return (__u32)raw != 0;
+  if (rule == FL_RULE_ERRNO) return as_int < 0 ? (__u64)as_int : 0;
+  if (rule == FL_RULE_NULL || rule == FL_RULE_GO_ERROR) return raw != 0;
+  if (rule == FL_RULE_BOOL) return (__u8)raw != 0;
+  if (rule == FL_RULE_RAW32) return (__u64)as_int;
+  if (rule == FL_RULE_LOG2) return raw ? fl_log2(raw) + 1 : 0;
+  return raw;
 }
 
 /* A duration in the display unit: ns / unit_ns. A 64-bit division is the

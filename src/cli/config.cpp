@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 
 extern "C" {
 #include "bpf/funclatency.h"
@@ -24,9 +25,24 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
                "blocked (sleeping), from the scheduler's context switches");
   app.add_option("--by", v.by,
                  "One histogram per function and pid, comm and/or cgroup (comma-separated):\n"
-                 "who is slow")
+                 "who is slow. Or by a value of the call (one per run, with the others):\n"
+                 "  retval[:RULE]  its outcome; RULE zero (default: 0 is ok, else error),\n"
+                 "    errno (>= 0 ok, < 0 its errno: -EAGAIN), null (a pointer: NULL is\n"
+                 "    null, else ok), bool (true/false), raw (the int), raw64 (the register),\n"
+                 "    go-error[:W] (Go: an error result nil is ok, else error; W = its word\n"
+                 "    among the results, 0 when it is the only one, 1 for (int, error))\n"
+                 "  argN[:BUCKETS] integer argument N (arg0 is the first) read at entry;\n"
+                 "    BUCKETS log2 (default: [64, 128) ranges), raw (the value), raw32 (an int)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"pid", "comm", "cgroup"}))
+      ->check([](const std::string& key) -> std::string {
+        if (key == "pid" || key == "comm" || key == "cgroup") return {};
+        if (!is_value_key(key)) {
+          return key + ": write pid, comm, cgroup, retval[:RULE] or argN[:BUCKETS]";
+        }
+        auto spec = parse_value_key(key);
+        // CLI11 says "--by: " before it.
+        return spec ? std::string() : spec.error().message().substr(std::strlen("--by "));
+      })
       ->type_name("KEY[,KEY]");
   app.add_option("--max-series", v.max_series,
                  "With --by: at most this many series; the calls of more go to `other`")
@@ -49,6 +65,23 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
                  "Print each call that takes at least DURATION (10ms, 250us) as it ends;\n"
                  "its stack too with -v")
       ->type_name("DURATION");
+}
+
+Result<ValueSeries> value_series_of(const std::vector<std::string>& by) {
+  ValueSeries found;
+  std::string first;
+  for (const auto& key : by) {
+    if (!is_value_key(key)) continue;
+    if (found.any()) {
+      return bad_input(fmt::format("--by {} and {}: one value per run", first, key),
+                       "split by the return value or by one argument");
+    }
+    auto spec = parse_value_key(key);
+    if (!spec) return std::unexpected(spec.error());
+    found = *spec;
+    first = key;
+  }
+  return found;
 }
 
 Result<uint64_t> parse_duration_ns(std::string_view text) {
@@ -160,6 +193,15 @@ Result<Config> finish_config(const CommandLine& v) {
   config.subtract_overhead = v.subtract_overhead;
   config.cpu_split = v.cpu_split;
   config.series_by = series_by_bits(v.by);
+  auto value_series = value_series_of(v.by);
+  if (!value_series) return std::unexpected(value_series.error());
+  config.value_series = *value_series;
+  if (config.value_series.any() && !v.config_file.empty()) {
+    return bad_input(
+        "--by retval/argN with --config: a target's series are set in the file, "
+        "which knows pid, comm and cgroup only",
+        "trace the function with TARGET or --follow to split it by value");
+  }
   config.max_series = v.max_series;
   config.kernel_slots = v.kernel_slots;
   config.cgroups = v.cgroups;

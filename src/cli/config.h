@@ -9,6 +9,7 @@
 
 #include "agent/agent_config.h"
 #include "collect/trace_session.h"
+#include "collect/value_series.h"
 #include "probe/probe_plan.h"
 
 namespace CLI {
@@ -41,6 +42,7 @@ struct Config {
   bool cpu_split = false;                  // each call's on-CPU, runnable and blocked time
   uint32_t series_by = 0;                  // --by: FL_BY_* bits
   uint32_t max_series = 1000;              // --max-series
+  ValueSeries value_series;                // --by retval[:RULE] / argN[:BUCKETS]
   uint32_t kernel_slots = 64;              // --kernel-slots
   std::vector<std::string> cgroups;        // -c/--cgroup: cgroup v2 directories to trace
   size_t slowest = 0;                      // --slowest K: the K slowest calls with their stacks
@@ -92,6 +94,9 @@ Result<std::vector<FollowTarget>> follow_targets_of(const std::vector<std::strin
 // --config: the file's settings where the command line left them unset, and
 // its targets to follow.
 void apply_agent_settings(const AgentConfig& agent, CommandLine& values);
+// The --by key that names a value of the call (none when no key does); two
+// are refused.
+Result<ValueSeries> value_series_of(const std::vector<std::string>& by);
 // A duration with its unit: "10ms", "250us", "1.5s", "800ns".
 Result<uint64_t> parse_duration_ns(std::string_view text);
 

@@ -55,6 +55,9 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
   load.cpu_split = config.cpu_split;
   load.series_by = config.series_by;
+  load.value_source = config.value_series.source;
+  load.value_index = config.value_series.index;
+  load.value_rule = config.value_series.rule;
   load.max_series = config.max_series;
   // --mode events never aggregates in the kernel: one slot, not a pool.
   load.kernel_slots = config.mode == ModeChoice::kEvents ? 1 : config.kernel_slots;

@@ -54,8 +54,14 @@ SeriesOptions series_options(const Config& config) {
     auto mount = system_cgroup_v2_mount();
     names = std::make_shared<CgroupNames>(mount ? *mount : std::string("/sys/fs/cgroup"));
   }
-  options.label = [names](const SeriesKey& key) {
+  const ValueSeries value = config.value_series;
+  options.label = [names, value](const SeriesKey& key) {
     SeriesLabels labels;
+    if (value.source == FL_VALUE_RETVAL) labels.retval = value_label(value, key.value);
+    if (value.source == FL_VALUE_ARG) {
+      labels.arg = value_label(value, key.value);
+      labels.arg_index = static_cast<int>(value.index);
+    }
     if (names) {
       auto path = names->path_of(key.cgroup_id);
       labels.cgroup = path ? *path : "cgroup id " + std::to_string(key.cgroup_id);

@@ -149,6 +149,7 @@ FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
   if (!(by & FL_BY_PID)) key.tgid = 0;
   if (!(by & (FL_BY_COMM | FL_BY_PID))) key.comm.clear();
   if (!(by & FL_BY_CGROUP)) key.cgroup_id = 0;
+  if (!(by & FL_BY_VALUE)) key.value = 0;
   if (auto known = series_index_.find({group, key}); known != series_index_.end()) {
     return &reports_[known->second];
   }

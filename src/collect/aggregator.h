@@ -64,6 +64,7 @@ struct SeriesKey {
   uint32_t tgid = 0;
   uint64_t cgroup_id = 0;
   std::string comm;
+  uint64_t value = 0;  // --by retval/argN: the class fl_value_of gave the call
   auto operator<=>(const SeriesKey&) const = default;
 };
 

@@ -55,6 +55,7 @@ int EventReader::on_record(void* context, void* data, size_t size) {
     call.series.tgid = event.call.tgid;
     call.series.cgroup_id = event.cgroup_id;
     call.series.comm.assign(event.comm, strnlen(event.comm, sizeof(event.comm)));
+    call.series.value = event.value;
     self->handler_(call);
   } else if (size >= sizeof(fl_event)) {
     fl_event event;

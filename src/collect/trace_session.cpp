@@ -90,7 +90,8 @@ Result<void> TraceSession::collect_kernel_series(MapReader& reader) {
   aggregator_.set_kernel_series_folded(object_.series_folded());
   return reader.read_series(
       object_.series_stats_fd(), [&](const fl_series_key& key, const KernelTotals& totals) {
-        SeriesKey series{key.tgid, key.cgroup_id, std::string(key.comm, strnlen(key.comm, 16))};
+        SeriesKey series{key.tgid, key.cgroup_id, std::string(key.comm, strnlen(key.comm, 16)),
+                         key.value};
         auto& last = series_totals_[{key.fn_id, key.part, series}];
         if (key.part == FL_PART_WALL && key.fn_id < num_functions_) {
           window_calls_[key.fn_id] += totals.count - last.count;
@@ -114,6 +115,7 @@ void TraceSession::forget_retired_series() {
       bpf_key.part = part;
       bpf_key.tgid = key.tgid;
       bpf_key.cgroup_id = key.cgroup_id;
+      bpf_key.value = key.value;
       std::memcpy(bpf_key.comm, key.comm.data(), std::min(key.comm.size(), sizeof(bpf_key.comm)));
       // No probe writes a series of a process that exited.
       bpf_map_delete_elem(object_.series_stats_fd(), &bpf_key);
@@ -315,7 +317,7 @@ void TraceSession::add_slow_call(const fl_slow_call& record) {
   call.time = std::chrono::system_clock::now() -
               std::chrono::duration_cast<std::chrono::system_clock::duration>(ago);
   if (options_.resolve_stack) call.stack = options_.resolve_stack(record);
-  const SeriesKey caller{record.tgid, record.cgroup_id, call.thread};
+  const SeriesKey caller{record.tgid, record.cgroup_id, call.thread, record.value};
   aggregator_.on_slow_call(record.fn_id, caller, call);
   const auto& slower_than = thresholds_.options_of(record.fn_id).slower_than_ns;
   if (!slower_than || record.duration_ns < *slower_than) return;

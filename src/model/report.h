@@ -53,8 +53,15 @@ struct SeriesLabels {
   std::optional<std::string> container_id;  // from the cgroup path, where a runtime named it
   std::optional<std::string> pod_uid;       // likewise, for a Kubernetes pod
   std::optional<std::string> runtime;       // the container runtime, where the cgroup names it
+  // --by retval[:RULE]: the calls' outcome class ("ok", "error", "-EAGAIN",
+  // "null", "true", a raw value), as the rule labels it.
+  std::optional<std::string> retval;
+  // --by argN[:BUCKETS]: the argument's bucket ("[64, 128)") or raw value,
+  // and N (0: the first argument).
+  std::optional<std::string> arg;
+  std::optional<int> arg_index;
   bool other = false;  // the calls of series beyond --max-series, folded into one
-  bool any() const { return pid || comm || cgroup || other; }
+  bool any() const { return pid || comm || cgroup || retval || arg || other; }
 };
 
 // One frame of a slow call's user stack.

@@ -247,6 +247,7 @@ Result<std::optional<ParsedLine>> parse_line(std::string_view line, const Place&
   for (auto [key, into, required] :
        {std::tuple{"symbol", &parsed.key.symbol, true},
         std::tuple{"binary", &parsed.key.binary, true}, std::tuple{"comm", &parsed.key.comm, false},
+        std::tuple{"retval", &parsed.key.retval, false}, std::tuple{"arg", &parsed.key.arg, false},
         std::tuple{"time", &record.time, false}, std::tuple{"mode", &record.mode, false}}) {
     auto value = string_field(object, key, at, required);
     if (!value) return std::unexpected(value.error());
@@ -258,6 +259,10 @@ Result<std::optional<ParsedLine>> parse_line(std::string_view line, const Place&
   if (auto pid = object.find("pid"); pid != object.end()) {
     if (!pid->is_number_integer()) return at.fail("\"pid\" is not an integer");
     parsed.key.pid = pid->get<int64_t>();
+  }
+  if (auto index = object.find("arg_index"); index != object.end()) {
+    if (!index->is_number_integer()) return at.fail("\"arg_index\" is not an integer");
+    parsed.key.arg_index = index->get<int64_t>();
   }
   record.epoch_s = parse_rfc3339(record.time);
   auto wall = read_histogram(object, at, "");
@@ -301,6 +306,8 @@ std::string SeriesKey::label() const {
   if (pid) text += fmt::format(", pid {}", *pid);
   if (!comm.empty()) text += ", " + comm;
   if (!cgroup.empty()) text += ", cgroup " + cgroup;
+  if (!retval.empty()) text += ", retval " + retval;
+  if (!arg.empty()) text += fmt::format(", arg{} {}", arg_index.value_or(0), arg);
   return text + ")";
 }
 

@@ -63,8 +63,13 @@ struct SeriesKey {
   std::optional<int64_t> pid;
   std::string comm;
   std::string cgroup;
+  // --by retval/argN: the class ("error", "-EAGAIN"), or argument N's bucket.
+  std::string retval;
+  std::optional<int64_t> arg_index;
+  std::string arg;
 
-  std::string label() const;  // "slow_op (target-app, pid 12)"
+  // "slow_op (target-app, pid 12)", "open (libc.so.6, retval -ENOENT)"
+  std::string label() const;
   bool operator==(const SeriesKey&) const = default;
 };
 

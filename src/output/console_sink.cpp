@@ -172,6 +172,10 @@ std::string format_series(const SeriesLabels& series, uint64_t series_folded) {
     return fmt::format("other ({} series folded over --max-series)", series_folded);
   }
   std::vector<std::string> parts;
+  // --by retval/argN: the value class first, the caller after it.
+  if (series.retval) parts.push_back("retval " + printable(*series.retval));
+  if (series.arg)
+    parts.push_back(fmt::format("arg{} {}", series.arg_index.value_or(0), printable(*series.arg)));
   if (series.pid) {
     parts.push_back(fmt::format("pid {}", *series.pid));
     if (series.comm) parts.back() += " (" + printable(*series.comm) + ")";

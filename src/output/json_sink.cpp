@@ -133,9 +133,11 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
        {std::pair{"comm", &function.series.comm}, std::pair{"cgroup", &function.series.cgroup},
         std::pair{"container_id", &function.series.container_id},
         std::pair{"pod_uid", &function.series.pod_uid},
-        std::pair{"runtime", &function.series.runtime}}) {
+        std::pair{"runtime", &function.series.runtime},
+        std::pair{"retval", &function.series.retval}, std::pair{"arg", &function.series.arg}}) {
     if (*value) record[key] = **value;
   }
+  if (function.series.arg_index) record["arg_index"] = *function.series.arg_index;
   // --config: the target's name and its extra labels.
   if (!function.labels.empty()) {
     nlohmann::json labels = nlohmann::json::object();

@@ -84,6 +84,11 @@ inline constexpr AttributeName kContainerId{"container_id", "container.id"};
 inline constexpr AttributeName kPodUid{"pod_uid", "k8s.pod.uid"};
 inline constexpr AttributeName kSeries{"series", "series"};  // "other": over --max-series
 inline constexpr AttributeName kContainerRuntime{"container_runtime", "container.runtime"};
+// --by retval[:RULE] / argN[:BUCKETS]: the call's outcome class, or its
+// argument's bucket and which argument it is.
+inline constexpr AttributeName kRetval{"retval", "retval"};
+inline constexpr AttributeName kArg{"arg", "arg"};
+inline constexpr AttributeName kArgIndex{"arg_index", "arg.index"};
 // Lost calls and attach failures, by reason.
 inline constexpr AttributeName kReason{"reason", "reason"};
 
@@ -95,7 +100,7 @@ inline constexpr AttributeName kExemplarStack{"frame", "code.stacktrace"};
 
 // Every pair of a series, for tests and docs to walk.
 inline constexpr AttributeName kAttributes[] = {
-    kSymbol,      kBinary, kPid,    kSeriesPid,        kComm,  kCgroup,
-    kContainerId, kPodUid, kSeries, kContainerRuntime, kReason};
+    kSymbol, kBinary,           kPid,    kSeriesPid, kComm,     kCgroup, kContainerId, kPodUid,
+    kSeries, kContainerRuntime, kRetval, kArg,       kArgIndex, kReason};
 
 }  // namespace funclatency::metric_names

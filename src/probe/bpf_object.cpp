@@ -28,10 +28,10 @@ static_assert(sizeof(fl_fn_config) == 40);
 static_assert(sizeof(fl_user_regs) == 8 * 8);
 static_assert(sizeof(fl_slow_floor) == 3 * 8 + FL_MAX_SLOWEST * 8);
 static_assert(sizeof(fl_slow_call) ==
-              5 * 8 + 4 * 4 + 16 + sizeof(fl_user_regs) + 8 + FL_STACK_BYTES);
-static_assert(sizeof(fl_frame) == 24);
-static_assert(sizeof(fl_event_ext) == 64);
-static_assert(sizeof(fl_series_key) == 40);
+              5 * 8 + 4 * 4 + 16 + sizeof(fl_user_regs) + 8 + FL_STACK_BYTES + 8);
+static_assert(sizeof(fl_frame) == 32);
+static_assert(sizeof(fl_event_ext) == 72);
+static_assert(sizeof(fl_series_key) == 48);
 static_assert(sizeof(fl_switch_marks) == 32);
 static_assert(sizeof(fl_shadow_stack) ==
               8 + FL_MAX_DEPTH * sizeof(fl_frame) + FL_MAX_DEPTH * sizeof(fl_switch_marks));
@@ -63,6 +63,9 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
   skeleton->rodata->filter_tgid = options.filter_tgid;
   skeleton->rodata->split_stride = options.cpu_split ? slots : 0;
   skeleton->rodata->series_by = options.series_by;
+  skeleton->rodata->value_source = options.value_source;
+  skeleton->rodata->value_index = options.value_index;
+  skeleton->rodata->value_rule = options.value_rule;
   skeleton->rodata->cgroup_filters = static_cast<uint32_t>(options.cgroup_fds.size());
   skeleton->rodata->slow_calls_on = options.slow_calls ? 1 : 0;
   const std::pair<bpf_map*, uint32_t> sizes[] = {

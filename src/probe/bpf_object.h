@@ -40,6 +40,11 @@ struct LoadOptions {
   // --by: FL_BY_* bits, and the series the kernel keeps apart at most.
   uint32_t series_by = 0;
   uint32_t max_series = 1000;
+  // --by retval/argN (FL_BY_VALUE): enum fl_value_source, the argument or
+  // Go result word, enum fl_value_rule.
+  uint32_t value_source = FL_VALUE_NONE;
+  uint32_t value_index = 0;
+  uint32_t value_rule = FL_RULE_ZERO;
   // Kernel-mode totals slots (per-CPU fn_stats entries); 0: one per function.
   // With initial_mode kernel, the first kernel_slots functions get one.
   uint32_t kernel_slots = 0;

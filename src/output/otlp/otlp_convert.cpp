@@ -42,10 +42,11 @@ void add_attribute(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attr
 // Every attribute key a point gets from the tool itself; a --config label of
 // one of these names is renamed (exported_labels).
 constexpr std::string_view kOwnAttributeNames[] = {
-    names::kSymbol.otlp,      names::kBinary.otlp, names::kPid.otlp,
-    names::kSeriesPid.otlp,   names::kComm.otlp,   names::kCgroup.otlp,
-    names::kContainerId.otlp, names::kPodUid.otlp, names::kContainerRuntime.otlp,
-    names::kSeries.otlp,      names::kReason.otlp};
+    names::kSymbol.otlp,      names::kBinary.otlp,  names::kPid.otlp,
+    names::kSeriesPid.otlp,   names::kComm.otlp,    names::kCgroup.otlp,
+    names::kContainerId.otlp, names::kPodUid.otlp,  names::kContainerRuntime.otlp,
+    names::kSeries.otlp,      names::kReason.otlp,  names::kRetval.otlp,
+    names::kArg.otlp,         names::kArgIndex.otlp};
 
 void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
                              const FunctionReport& function, const OtlpOptions& options) {
@@ -62,9 +63,12 @@ void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyVa
   for (const auto& [key, value] :
        {std::pair{names::kComm.otlp, &series.comm}, std::pair{names::kCgroup.otlp, &series.cgroup},
         std::pair{names::kContainerId.otlp, &series.container_id},
-        std::pair{names::kPodUid.otlp, &series.pod_uid}}) {
+        std::pair{names::kPodUid.otlp, &series.pod_uid},
+        std::pair{names::kRetval.otlp, &series.retval}, std::pair{names::kArg.otlp, &series.arg}}) {
     if (*value) add_attribute(attributes, key, **value);
   }
+  if (series.arg_index)
+    add_attribute(attributes, names::kArgIndex.otlp, int64_t{*series.arg_index});
   if (series.other) add_attribute(attributes, names::kSeries.otlp, "other");
   if (series.runtime) add_attribute(attributes, names::kContainerRuntime.otlp, *series.runtime);
   // --config: the target's name and its labels, as the file names them.

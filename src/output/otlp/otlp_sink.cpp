@@ -13,7 +13,8 @@ namespace {
 
 bool same_series(const FunctionReport& a, const FunctionReport& b) {
   auto labels = [](const SeriesLabels& s) {
-    return std::tie(s.pid, s.comm, s.cgroup, s.container_id, s.pod_uid, s.other);
+    return std::tie(s.pid, s.comm, s.cgroup, s.container_id, s.pod_uid, s.retval, s.arg,
+                    s.arg_index, s.other);
   };
   return a.symbol == b.symbol && a.binary == b.binary && a.pid == b.pid &&
          labels(a.series) == labels(b.series) && a.series.runtime == b.series.runtime &&

@@ -82,9 +82,10 @@ void append_metadata(std::string& out, ExpositionFormat format, const std::strin
 // The labels after symbol and binary, in this order: pid (-p, or --by pid)
 // and the --by series' own.
 constexpr std::string_view kSeriesLabelNames[] = {
-    names::kSeriesPid.prometheus,       names::kComm.prometheus,   names::kCgroup.prometheus,
-    names::kContainerId.prometheus,     names::kPodUid.prometheus, names::kSeries.prometheus,
-    names::kContainerRuntime.prometheus};
+    names::kSeriesPid.prometheus,        names::kComm.prometheus,   names::kCgroup.prometheus,
+    names::kContainerId.prometheus,      names::kPodUid.prometheus, names::kSeries.prometheus,
+    names::kContainerRuntime.prometheus, names::kRetval.prometheus, names::kArg.prometheus,
+    names::kArgIndex.prometheus};
 static_assert(names::kPid.prometheus == names::kSeriesPid.prometheus, "one pid label");
 constexpr size_t kSeriesLabelCount = std::size(kSeriesLabelNames);
 using SeriesLabelValues = std::array<std::optional<std::string>, kSeriesLabelCount>;
@@ -99,6 +100,9 @@ SeriesLabelValues series_label_values(const FunctionMetrics& function) {
   values[4] = series.pod_uid;
   if (series.other) values[5] = "other";
   values[6] = series.runtime;
+  values[7] = series.retval;
+  values[8] = series.arg;
+  if (series.arg_index) values[9] = std::to_string(*series.arg_index);
   return values;
 }
 
@@ -231,7 +235,10 @@ constexpr std::string_view kOwnLabelNames[] = {names::kSymbol.prometheus,
                                                "le",
                                                names::kReason.prometheus,
                                                "quantile",
-                                               names::kContainerRuntime.prometheus};
+                                               names::kContainerRuntime.prometheus,
+                                               names::kRetval.prometheus,
+                                               names::kArg.prometheus,
+                                               names::kArgIndex.prometheus};
 
 // --config: the target's labels, every name that a series of the scrape has,
 // in the order they first appear.
@@ -389,20 +396,21 @@ MetricsSnapshot snapshot_of(const Report& report) {
   MetricsSnapshot snapshot;
   snapshot.ringbuf_dropped_total = report.ringbuf_dropped_total;
   using OptionalText = std::optional<std::string_view>;
-  std::map<std::tuple<std::string_view, std::string_view, int, OptionalText, OptionalText,
-                      OptionalText, OptionalText, bool, OptionalText, std::string>,
-           size_t>
+  std::map<
+      std::tuple<std::string_view, std::string_view, int, OptionalText, OptionalText, OptionalText,
+                 OptionalText, bool, OptionalText, std::string, OptionalText, OptionalText>,
+      size_t>
       index_by_labels;
   snapshot.functions.reserve(report.functions.size());
   for (const FunctionReport& function : report.functions) {
     const SeriesLabels& series = function.series;
     // The series' pid wins over -p's: they name the same process.
     int pid = series.pid.value_or(function.pid);
-    auto key = std::make_tuple(std::string_view(function.symbol), std::string_view(function.binary),
-                               pid, OptionalText(series.comm), OptionalText(series.cgroup),
-                               OptionalText(series.container_id), OptionalText(series.pod_uid),
-                               series.other, OptionalText(series.runtime),
-                               config_label_key(function.labels));
+    auto key = std::make_tuple(
+        std::string_view(function.symbol), std::string_view(function.binary), pid,
+        OptionalText(series.comm), OptionalText(series.cgroup), OptionalText(series.container_id),
+        OptionalText(series.pod_uid), series.other, OptionalText(series.runtime),
+        config_label_key(function.labels), OptionalText(series.retval), OptionalText(series.arg));
     auto [it, inserted] = index_by_labels.try_emplace(key, snapshot.functions.size());
     if (inserted) {
       FunctionMetrics metrics;

@@ -35,6 +35,13 @@
 //	         followed by one from the same call site (same goroutine, same
 //	         depth) that returns, as a server's next request after a handler's
 //	         recovered panic; the entry of a morestack restart looks the same.
+//	outcomes on one goroutine, --calls rounds (default 200), each a call of
+//	         main.fetch, which returns a non-nil error when i % 4 == 3 (sleeping
+//	         600 us, else 200 us), and one of main.parse, which returns (int,
+//	         error) with the error non-nil when i % 3 == 0 (300 us, else 100 us).
+//	         Truth by outcome: "main.fetch:ok", "main.fetch:error", and the same
+//	         for main.parse (--by retval:go-error, go-error:1). Run only when
+//	         asked for.
 //	panic-last
 //	         on one goroutine, --calls calls (default 500) of main.panicky, every
 //	         one of them panicking and recovered by an untraced caller, the last
@@ -46,6 +53,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -309,12 +317,69 @@ func runPanicLast(calls int) {
 	<-done
 }
 
+// --- outcomes: an error result, nil or not, on a schedule ---------------------
+
+var errFetch = errors.New("fetch failed")
+
+// sleepFor sleeps `failing` for a call that fails, else `succeeding`.
+func sleepFor(fails bool, failing, succeeding time.Duration) {
+	if fails {
+		time.Sleep(failing)
+	} else {
+		time.Sleep(succeeding)
+	}
+}
+
+//go:noinline
+func fetch(i int, b *body) error {
+	b.begin()
+	fails := i%4 == 3
+	sleepFor(fails, 600*time.Microsecond, 200*time.Microsecond)
+	b.end()
+	if fails {
+		return errFetch
+	}
+	return nil
+}
+
+//go:noinline
+func parse(i int, b *body) (int, error) {
+	b.begin()
+	fails := i%3 == 0
+	sleepFor(fails, 300*time.Microsecond, 100*time.Microsecond)
+	b.end()
+	if fails {
+		return 0, fmt.Errorf("parse %d: %w", i, errFetch)
+	}
+	return i * 2, nil
+}
+
+func runOutcomes(calls int) {
+	outcome := func(name string, fails bool) *functionTruth {
+		if fails {
+			return truthOf(name + ":error")
+		}
+		return truthOf(name + ":ok")
+	}
+	for i := 0; i < calls && keepGoing(); i++ {
+		var err error
+		outcome("main.fetch", i%4 == 3).call(func(b *body) { err = fetch(i, b) })
+		if (err != nil) != (i%4 == 3) {
+			fail("fetch(%d) returned %v against its schedule", i, err)
+		}
+		outcome("main.parse", i%3 == 0).call(func(b *body) { _, err = parse(i, b) })
+		if (err != nil) != (i%3 == 0) {
+			fail("parse(%d) returned %v against its schedule", i, err)
+		}
+	}
+}
+
 // --- main ------------------------------------------------------------------
 
 var allScenarios = []string{"sleepy", "grow", "recurse", "panic", "panic-same-site"}
 
 // Scenarios run only when named: "all" keeps what the other tests expect of it.
-var extraScenarios = []string{"panic-last"}
+var extraScenarios = []string{"panic-last", "outcomes"}
 
 type options struct {
 	scenario   string
@@ -379,6 +444,8 @@ func run(o options, scenario string) {
 		runRecurse(callsOr(o, 20))
 	case "panic", "panic-same-site":
 		runPanic(o.abandon, callsOr(o, panicRounds), scenario == "panic-same-site")
+	case "outcomes":
+		runOutcomes(callsOr(o, 200))
 	case "panic-last":
 		runPanicLast(callsOr(o, lastRounds))
 	}

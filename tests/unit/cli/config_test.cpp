@@ -49,6 +49,26 @@ TEST(Config, BadUsage) {
   EXPECT_EQ(config.error().exit_code(), 2);
 }
 
+TEST(Config, ByValue) {
+  auto config = parse({"--by", "pid,retval:errno", "./a:f"});
+  ASSERT_TRUE(config);
+  EXPECT_EQ(config->series_by, FL_BY_PID | FL_BY_VALUE);
+  EXPECT_EQ(config->value_series, (ValueSeries{FL_VALUE_RETVAL, 0, FL_RULE_ERRNO}));
+  config = parse({"--by", "arg2", "./a:f"});
+  ASSERT_TRUE(config);
+  EXPECT_EQ(config->series_by, FL_BY_VALUE);
+  EXPECT_EQ(config->value_series, (ValueSeries{FL_VALUE_ARG, 2, FL_RULE_LOG2}));
+  EXPECT_THROW(parse({"--by", "retval:maybe", "./a:f"}), CLI::ParseError);
+  EXPECT_THROW(parse({"--by", "arg9", "./a:f"}), CLI::ParseError);
+  auto two = parse({"--by", "retval,arg1", "./a:f"});
+  ASSERT_FALSE(two);
+  EXPECT_EQ(two.error().exit_code(), 2);
+  EXPECT_NE(two.error().message().find("one value per run"), std::string::npos);
+  auto agent = parse({"--by", "retval", "--config", "agent.yaml", "./a:f"});
+  ASSERT_FALSE(agent);
+  EXPECT_NE(agent.error().message().find("--config"), std::string::npos);
+}
+
 TEST(Config, SlowCallOptions) {
   auto config = parse({"--slowest", "3", "--slower-than", "2.5ms", "./a:f"});
   ASSERT_TRUE(config);
