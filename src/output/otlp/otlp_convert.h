@@ -93,6 +93,10 @@ inline constexpr const char* kLatencyMetricName = "function_latency_ms";
 inline constexpr const char* kOncpuMetricName = "function_oncpu_ms";
 inline constexpr const char* kRunnableMetricName = "function_runnable_ms";
 inline constexpr const char* kBlockedMetricName = "function_blocked_ms";
+// --self: each call's exclusive time, a histogram like the latency one (a
+// metric of its own, not an attribute of the latency one, so a sum over
+// function_latency_ms stays a count of calls).
+inline constexpr const char* kSelfTimeMetricName = "function_self_time_ms";
 inline constexpr const char* kLostCallsMetricName = "funclatency_lost_calls";
 inline constexpr const char* kRingbufDroppedMetricName = "funclatency_ringbuf_dropped_calls";
 inline constexpr const char* kFailedExportsMetricName = "funclatency_otlp_failed_exports";
