@@ -334,8 +334,8 @@ static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part
  * entry `slot`, or with --cpu-split slot + part * split_stride. With --by,
  * the caller's series gets it instead, or the slot (series `other`) when
  * there is no room for the series. */
-static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part, __u64 duration_ns,
-                                             __u32 by) {
+static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part,
+                                             __u64 duration_ns, __u32 by) {
   struct fl_fn_stats* stats = NULL;
   if (by) stats = series_totals(fn_id, part, by);
   if (!stats) {
@@ -528,7 +528,8 @@ static __always_inline void record_slow_call(struct pt_regs* ctx, __u32 fn_id, _
  * the interval's K slowest); otherwise counts it as sent and raises the
  * floor. Races between CPUs only lower the floor: each value read is a
  * duration sent this interval, from K distinct entries. */
-static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u64 gen, __u32 k) {
+static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u64 gen,
+                                            __u32 k) {
   if (k == 0 || k > FL_MAX_SLOWEST) return true;
   struct fl_slow_floor* floor = bpf_map_lookup_elem(&slow_floors, &fn_id);
   if (!floor) return true;

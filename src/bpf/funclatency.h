@@ -245,8 +245,8 @@ struct fl_fn_config {
  * starts over. Written by the probes only. */
 struct fl_slow_floor {
   __u64 gen;
-  __u64 sent;                      /* records sent this interval */
-  __u64 floor_ns;                  /* the smallest of the last K sent (once K were sent) */
+  __u64 sent;      /* records sent this interval */
+  __u64 floor_ns;  /* the smallest of the last K sent (once K were sent) */
   __u64 durations[FL_MAX_SLOWEST]; /* the last K sent, round robin */
 };
 
@@ -296,26 +296,11 @@ struct fl_slow_call {
  * cannot lower __builtin_clzll. */
 static inline __u32 fl_log2(__u64 v) {
   __u32 r = 0;
-  if (v >> 32) {
-    v >>= 32;
-    r += 32;
-  }
-  if (v >> 16) {
-    v >>= 16;
-    r += 16;
-  }
-  if (v >> 8) {
-    v >>= 8;
-    r += 8;
-  }
-  if (v >> 4) {
-    v >>= 4;
-    r += 4;
-  }
-  if (v >> 2) {
-    v >>= 2;
-    r += 2;
-  }
+  if (v >> 32) { v >>= 32; r += 32; }
+  if (v >> 16) { v >>= 16; r += 16; }
+  if (v >> 8) { v >>= 8; r += 8; }
+  if (v >> 4) { v >>= 4; r += 4; }
+  if (v >> 2) { v >>= 2; r += 2; }
   if (v >> 1) r += 1;
   return r;
 }
