@@ -25,6 +25,9 @@ const volatile __u32 filter_tgid = 0; /* 0: every process */
 /* --cpu-split: the number of kernel slots, the stride between a slot's
  * parts in fn_stats (see enum fl_call_part); 0 without the split. */
 const volatile __u32 split_stride = 0;
+/* --self: where a slot's self part is in fn_stats, slot + self_key_offset
+ * (after the split's parts with --cpu-split); 0 without --self. */
+const volatile __u32 self_key_offset = 0;
 /* --by: FL_BY_* bits; 0 without series. */
 const volatile __u32 series_by = 0;
 /* --by retval/argN (FL_BY_VALUE): where the call's value comes from (enum
@@ -260,6 +263,7 @@ static __always_inline __u32 push_call(struct fl_frame* frames, __u32 max_depth,
   frame->sp = sp;
   frame->fn_id = fn_id;
   frame->arg = arg;
+  frame->child_ns = 0;
   /* Read the clock last at entry (and first at return) so the probes' own
    * work stays out of the duration as far as it can. */
   frame->start_ns = bpf_ktime_get_ns();
@@ -367,7 +371,7 @@ static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part
   struct fl_fn_stats* stats = NULL;
   if (by) stats = series_totals(fn_id, part, by, value);
   if (!stats) {
-    __u32 key = slot + part * split_stride;
+    __u32 key = part == FL_PART_SELF ? slot + self_key_offset : slot + part * split_stride;
     stats = bpf_map_lookup_elem(&fn_stats, &key);
   }
   if (!stats) return;
@@ -406,10 +410,11 @@ struct call_split {
   __u64 blocked_ns;
 };
 
-/* The record with the split (when known) and the caller's identity. */
+/* The record with the split (when known), the self time (with --self) and
+ * the caller's identity. */
 static __always_inline void record_ext_event(__u32 tagged_fn, __u64 duration_ns,
-                                             const struct call_split* split, __u32 by,
-                                             __u64 value) {
+                                             const struct call_split* split, __u32 by, __u64 value,
+                                             __u64 self_ns) {
   struct fl_event_ext* event = bpf_ringbuf_reserve(&events, sizeof(*event), 0);
   if (!event) {
     count_lost(tagged_fn & ~FL_EVENT_ODD_GEN, LOST_RINGBUF);
@@ -418,7 +423,8 @@ static __always_inline void record_ext_event(__u32 tagged_fn, __u64 duration_ns,
   event->call.duration_ns = duration_ns;
   event->call.fn_id = tagged_fn;
   event->call.tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-  event->flags = split ? FL_EVENT_SPLIT : 0;
+  event->flags = (split ? FL_EVENT_SPLIT : 0) | (self_key_offset ? FL_EVENT_SELF : 0);
+  event->self_ns = self_ns;
   event->runnable_ns = split ? split->runnable_ns : 0;
   event->blocked_ns = split ? split->blocked_ns : 0;
   event->cgroup_id = (by & FL_BY_CGROUP) ? bpf_get_current_cgroup_id() : 0;
@@ -467,13 +473,15 @@ static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u6
   record_in_kernel(fn_id, slot, FL_PART_BLOCKED, split->blocked_ns, by, value);
 }
 
-/* Pops the frame of the call that entered at `entry_sp` into `duration_ns`.
+/* Pops the frame of the call that entered at `entry_sp` into `duration_ns`
+ * (and, with --self, the time its traced calls took into `child_ns`).
  * False when the stack holds no such call: its entry was not recorded (stack
  * full, or a second return probe chained on the same frame). Frames deeper
- * than it never returned and are counted lost. */
+ * than it never returned and are counted lost; their time is not known, so
+ * it is not taken off anyone's self time. */
 static __always_inline bool pop_call(struct fl_frame* frames, __u32 max_depth, __u32* depth_slot,
                                      __u32 fn_id, __u64 entry_sp, __u64 now, __u64* duration_ns,
-                                     __u64* arg) {
+                                     __u64* arg, __u64* child_ns) {
   __u32 depth = unwind_below(frames, max_depth, *depth_slot, entry_sp);
   struct fl_frame* top = frame_at(frames, max_depth, depth);
   if (!top) {
@@ -487,6 +495,16 @@ static __always_inline bool pop_call(struct fl_frame* frames, __u32 max_depth, _
   *depth_slot = depth - 1;
   *duration_ns = now - top->start_ns;
   *arg = top->arg;
+  *child_ns = top->child_ns;
+  /* --self: the caller's frame (the traced call this one was made in, on
+   * the same thread or goroutine) takes the raw duration off its own: the
+   * call as recorded plus the probes' cost inside it (subtract_ns), both
+   * time the caller did not spend itself. The probes' work outside the two
+   * clock reads stays in the caller's self time, as it stays in its wall. */
+  if (self_key_offset) {
+    struct fl_frame* caller = frame_at(frames, max_depth, depth - 1);
+    if (caller) caller->child_ns += *duration_ns;
+  }
   return true;
 }
 
@@ -580,11 +598,14 @@ static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u6
  * `exit_flags`: FL_SLOW_AT_RET when the exit probe stands on the `ret`. */
 static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 duration_ns,
                                         const struct call_split* split, __u32 exit_flags,
-                                        __u64 value) {
+                                        __u64 value, __u64 child_ns) {
   struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (config && config->subtract_ns) {
     duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
   }
+  /* --self: the recorded duration less the raw durations of the traced
+   * calls that returned inside it (see pop_call). */
+  __u64 self_ns = duration_ns > child_ns ? duration_ns - child_ns : 0;
   /* One read of the interval: the floor, the slow record and the event
    * all name the same one. */
   __u64 gen = slow_calls_on ? *(volatile __u64*)&slow_gen : 0;
@@ -600,8 +621,9 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
   if (in_kernel) {
     record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns, by, value);
     if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split, by, value);
-  } else if (split || split_stride || series_by) {
-    record_ext_event(tagged_fn, duration_ns, split, by, value);
+    if (self_key_offset) record_in_kernel(fn_id, config->slot, FL_PART_SELF, self_ns, by, value);
+  } else if (split || split_stride || series_by || self_key_offset) {
+    record_ext_event(tagged_fn, duration_ns, split, by, value, self_ns);
   } else {
     record_as_event(tagged_fn, duration_ns);
   }
@@ -621,13 +643,13 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   struct fl_shadow_stack* stack =
       bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
   if (!stack) return 0;
-  __u64 duration_ns, arg = 0;
+  __u64 duration_ns, arg = 0, child_ns = 0;
   if (!pop_call(stack->frames, FL_MAX_DEPTH, &stack->depth, fn_id, entry_sp, now, &duration_ns,
-                &arg))
+                &arg, &child_ns))
     return 0;
   __u64 value = value_of_call(arg, ctx->ax);
   if (!split_stride) {
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
     return 0;
   }
   /* The popped frame was at depth + 1. */
@@ -636,7 +658,7 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   struct fl_thread_switches* thread = bpf_map_lookup_elem(&thread_switches, &tid);
   if (!marks || !thread) {
     count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
     return 0;
   }
   thread->in_call = stack->depth;
@@ -647,14 +669,14 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   if (kernel_switches() - marks->kernel_switches != thread->outs - marks->outs ||
       thread->out_since_ns) {
     count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value);
+    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
     return 0;
   }
   struct call_split split = {
       .runnable_ns = thread->runnable_ns - marks->runnable_ns,
       .blocked_ns = thread->blocked_ns - marks->blocked_ns,
   };
-  record_call(ctx, fn_id, duration_ns, &split, exit_flags, value);
+  record_call(ctx, fn_id, duration_ns, &split, exit_flags, value, child_ns);
   return 0;
 }
 
@@ -802,12 +824,13 @@ int BPF_KPROBE(fl_go_exit) {
   if (!current_goroutine(ctx, config, &key, &virtual_sp)) return 0;
   struct fl_go_stack* stack = bpf_map_lookup_elem(&go_stacks, &key);
   if (!stack) return 0;
-  __u64 duration_ns, arg = 0;
+  __u64 duration_ns, arg = 0, child_ns = 0;
   if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now, &duration_ns,
-               &arg)) {
+               &arg, &child_ns)) {
     /* The results are in their registers at the `ret`: word value_index. */
     __u64 result = value_source == FL_VALUE_RETVAL ? go_word(ctx, value_index) : 0;
-    record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET, value_of_call(arg, result));
+    record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET, value_of_call(arg, result),
+                child_ns);
   }
   return 0;
 }

@@ -48,6 +48,8 @@ struct fl_event {
  * was switched out, runnable (waiting for a CPU) and sleeping (on-CPU is the
  * rest; valid with FL_EVENT_SPLIT), and who made it. */
 #define FL_EVENT_SPLIT 1u
+/* --self: the record carries the call's exclusive time (self_ns). */
+#define FL_EVENT_SELF 2u
 struct fl_event_ext {
   struct fl_event call;
   __u64 runnable_ns;
@@ -57,6 +59,7 @@ struct fl_event_ext {
   __u32 flags;     /* FL_EVENT_* */
   __u32 reserved;
   __u64 value; /* --by retval/argN: the call's value class (fl_value_of) */
+  __u64 self_ns; /* --self: valid with FL_EVENT_SELF */
 };
 
 /* --by: which parts of a caller's identity make a series. */
@@ -113,6 +116,9 @@ enum fl_call_part {
   FL_PART_RUNNABLE = 2,
   FL_PART_BLOCKED = 3,
   FL_CALL_PARTS = 4,
+  /* --self: the call's exclusive time. In fn_stats it follows the parts
+   * there are (at slot + self_key_offset); in series keys it is this. */
+  FL_PART_SELF = 4,
 };
 
 /* Per-slot, per-CPU totals of kernel-mode calls (a slot is a function's while
@@ -149,6 +155,7 @@ struct fl_frame {
   __u32 fn_id;
   __u32 reserved;
   __u64 arg; /* --by argN: the argument's raw value at entry */
+  __u64 child_ns; /* --self: the raw durations of its traced calls that returned */
 };
 
 /* --cpu-split: a thread's running totals of time switched out when a frame
@@ -193,7 +200,7 @@ struct fl_thread_switches {
  * calls are counted as not timed. */
 #define FL_GO_MAX_DEPTH 16
 /* Goroutines with a traced call in flight at once (an LRU map: the state of
- * goroutines that ended is reused first). 8192 x 400 bytes = 3.2 MB. */
+ * goroutines that ended is reused first). 8192 x 520 bytes = 4.3 MB. */
 #define FL_GO_MAX_GOROUTINES 8192
 
 /* goid is unique for the life of a process (g structures are reused, goids

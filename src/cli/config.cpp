@@ -23,6 +23,10 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
   app.add_flag("--cpu-split", v.cpu_split,
                "Split each call's time into on-CPU, runnable (waiting for a CPU) and\n"
                "blocked (sleeping), from the scheduler's context switches");
+  app.add_flag("--self", v.self_time,
+               "Also a histogram of each function's self (exclusive) time: a call's time\n"
+               "less that of the traced calls it made directly that returned (exported\n"
+               "as the metric function_self_time_ms / ebpf_function_self_time_ms)");
   app.add_option("--by", v.by,
                  "One histogram per function and pid, comm and/or cgroup (comma-separated):\n"
                  "who is slow. Or by a value of the call (one per run, with the others):\n"
@@ -192,6 +196,7 @@ Result<Config> finish_config(const CommandLine& v) {
   config.calibrate = v.calibrate;
   config.subtract_overhead = v.subtract_overhead;
   config.cpu_split = v.cpu_split;
+  config.self_time = v.self_time;
   config.series_by = series_by_bits(v.by);
   auto value_series = value_series_of(v.by);
   if (!value_series) return std::unexpected(value_series.error());

@@ -40,6 +40,7 @@ struct Config {
   bool calibrate = false;                  // measure the probes' own cost, print it, exit
   bool subtract_overhead = false;          // take that cost off every duration
   bool cpu_split = false;                  // each call's on-CPU, runnable and blocked time
+  bool self_time = false;                  // --self: each call's exclusive time too
   uint32_t series_by = 0;                  // --by: FL_BY_* bits
   uint32_t max_series = 1000;              // --max-series
   ValueSeries value_series;                // --by retval[:RULE] / argN[:BUCKETS]
@@ -72,6 +73,7 @@ struct CommandLine {
   std::string exit_probes = "auto";
   bool calibrate = false, subtract_overhead = false;
   bool cpu_split = false;
+  bool self_time = false;
   std::vector<std::string> by;
   uint32_t max_series = 1000;
   uint32_t kernel_slots = 64;

@@ -307,7 +307,7 @@ Aggregator make_aggregator(const Config& config, const TracingProbes& probes) {
     }
   }
   Aggregator aggregator(std::move(groups), std::move(group_of_function), config.unit_ns,
-                        std::chrono::system_clock::now(), config.cpu_split);
+                        std::chrono::system_clock::now(), config.cpu_split, config.self_time);
   if (config.series_by) aggregator.set_series(series_options(config));
   aggregator.set_slowest(config.slowest);
   return aggregator;

@@ -54,6 +54,7 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
       static_cast<uint32_t>(targets.sites.size()) + (awaiting ? config.late_functions : 0);
   load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
   load.cpu_split = config.cpu_split;
+  load.self_time = config.self_time;
   load.series_by = config.series_by;
   load.value_source = config.value_series.source;
   load.value_index = config.value_series.index;

@@ -19,6 +19,7 @@ LatencyHistogram& part_of(CpuSplit& split, CallPart part) {
       return split.runnable;
     case CallPart::kBlocked:
     case CallPart::kWall:
+    case CallPart::kSelf:
       break;
   }
   return split.blocked;
@@ -29,6 +30,11 @@ void merge_split(std::optional<CpuSplit>& into, const std::optional<CpuSplit>& f
   into->oncpu.merge(from->oncpu);
   into->runnable.merge(from->runnable);
   into->blocked.merge(from->blocked);
+}
+
+void merge_self(std::optional<LatencyHistogram>& into,
+                const std::optional<LatencyHistogram>& from) {
+  if (into && from) into->merge(*from);
 }
 
 void clear_split(std::optional<CpuSplit>& split) {
@@ -73,9 +79,10 @@ void add_kernel_delta(LatencyHistogram& interval, const KernelTotals& before,
 
 Aggregator::Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> group_of_function,
                        uint64_t unit_ns, std::chrono::system_clock::time_point run_start,
-                       bool cpu_split)
+                       bool cpu_split, bool self_time)
     : unit_ns_(unit_ns),
       cpu_split_(cpu_split),
+      self_time_(self_time),
       group_of_function_(std::move(group_of_function)),
       fn_interval_calls_(group_of_function_.size(), 0),
       fn_mode_(group_of_function_.size(), AggregationMode::kEvents),
@@ -121,6 +128,10 @@ FunctionReport Aggregator::new_report(ReportGroup group) const {
     report.interval_split = empty_split(unit_ns_);
     report.total_split = empty_split(unit_ns_);
   }
+  if (self_time_) {
+    report.interval_self.emplace(unit_ns_);
+    report.total_self.emplace(unit_ns_);
+  }
   return report;
 }
 
@@ -132,7 +143,7 @@ void Aggregator::on_call(const CallRecord& call) {
   if (!reports_to_a_group(call.fn_id)) return;
   fn_interval_calls_[call.fn_id]++;
   probe_cpu_ns_ += fn_cost_ns_[call.fn_id];
-  add_call(*report_of(call.fn_id, call.series), call.duration_ns, call.split);
+  add_call(*report_of(call.fn_id, call.series), call);
 }
 
 uint32_t Aggregator::by_of_group(size_t group) const {
@@ -165,6 +176,7 @@ FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
   report.interval_slowest.clear();
   report.total_slowest.clear();
   if (report.interval_split) report.interval_split = report.total_split = empty_split(unit_ns_);
+  if (report.interval_self) report.interval_self = report.total_self = LatencyHistogram(unit_ns_);
   report.series = series_.label ? series_.label(key) : SeriesLabels{};
   if (!(by & FL_BY_CGROUP)) {  // a group of its own --by, without cgroups
     report.series.cgroup.reset();
@@ -182,8 +194,11 @@ FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
   return &reports_.back();
 }
 
-void Aggregator::add_call(FunctionReport& report, uint64_t duration_ns, const CallSplit* split) {
+void Aggregator::add_call(FunctionReport& report, const CallRecord& call) {
+  const uint64_t duration_ns = call.duration_ns;
+  const CallSplit* split = call.split;
   report.interval.record(duration_ns);
+  if (call.self_ns && report.interval_self) report.interval_self->record(*call.self_ns);
   if (split && report.interval_split) {
     const uint64_t off_cpu = split->runnable_ns + split->blocked_ns;
     report.interval_split->oncpu.record(duration_ns > off_cpu ? duration_ns - off_cpu : 0);
@@ -196,11 +211,18 @@ void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
                                   const KernelTotals& now, CallPart part) {
   if (!reports_to_a_group(fn_id) || now.count <= before.count) return;
   // With --by, fn_stats holds the calls folded into `other`: the group's own report.
-  FunctionReport& report = reports_[group_of_function_[fn_id]];
+  add_kernel_part(reports_[group_of_function_[fn_id]], fn_id, part, before, now);
+}
+
+// Kernel totals of one part of fn_id's calls, to the histogram they go to.
+void Aggregator::add_kernel_part(FunctionReport& report, uint32_t fn_id, CallPart part,
+                                 const KernelTotals& before, const KernelTotals& now) {
   if (part == CallPart::kWall) {
     add_kernel_delta(report.interval, before, now);
     fn_interval_calls_[fn_id] += now.count - before.count;
     probe_cpu_ns_ += (now.count - before.count) * fn_cost_ns_[fn_id];
+  } else if (part == CallPart::kSelf) {
+    if (report.interval_self) add_kernel_delta(*report.interval_self, before, now);
   } else if (report.interval_split) {
     add_kernel_delta(part_of(*report.interval_split, part), before, now);
   }
@@ -209,14 +231,7 @@ void Aggregator::on_kernel_totals(uint32_t fn_id, const KernelTotals& before,
 void Aggregator::on_kernel_series_totals(uint32_t fn_id, const SeriesKey& key, CallPart part,
                                          const KernelTotals& before, const KernelTotals& now) {
   if (!reports_to_a_group(fn_id) || now.count <= before.count) return;
-  FunctionReport& report = *report_of(fn_id, key);
-  if (part == CallPart::kWall) {
-    add_kernel_delta(report.interval, before, now);
-    fn_interval_calls_[fn_id] += now.count - before.count;
-    probe_cpu_ns_ += (now.count - before.count) * fn_cost_ns_[fn_id];
-  } else if (report.interval_split) {
-    add_kernel_delta(part_of(*report.interval_split, part), before, now);
-  }
+  add_kernel_part(*report_of(fn_id, key), fn_id, part, before, now);
 }
 
 void Aggregator::on_lost(uint32_t fn_id, const LostCounts& delta) {
@@ -371,6 +386,7 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
   for (auto& function : all) {
     function.total.merge(function.interval);
     merge_split(function.total_split, function.interval_split);
+    merge_self(function.total_self, function.interval_self);
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
@@ -394,6 +410,7 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
   for (auto& function : reports_) {
     function.total.merge(function.interval);
     merge_split(function.total_split, function.interval_split);
+    merge_self(function.total_self, function.interval_self);
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
@@ -405,6 +422,7 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
   for (auto& function : reports_) {
     function.interval.clear();
     clear_split(function.interval_split);
+    if (function.interval_self) function.interval_self->clear();
     function.interval_lost = {};
     function.interval_slowest.clear();
   }

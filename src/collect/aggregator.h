@@ -57,6 +57,7 @@ enum class CallPart : uint32_t {
   kOnCpu = FL_PART_ONCPU,
   kRunnable = FL_PART_RUNNABLE,
   kBlocked = FL_PART_BLOCKED,
+  kSelf = FL_PART_SELF,
 };
 
 // --by: who made a call, as far as --by asks (the rest is 0 / empty).
@@ -85,15 +86,17 @@ struct CallRecord {
   const CallSplit* split = nullptr;  // --cpu-split, when known
   SeriesKey series;                  // --by
   bool odd_gen = false;  // --slowest/--slower-than: the interval's parity (FL_EVENT_ODD_GEN)
+  std::optional<uint64_t> self_ns;  // --self: the call's exclusive time
 };
 
 class Aggregator {
  public:
   // group_of_function[fn_id] is the index into `groups` that fn_id reports to.
-  // With `cpu_split`, every report carries the split of its calls.
+  // With `cpu_split`, every report carries the split of its calls; with
+  // `self_time`, their exclusive time.
   Aggregator(std::vector<ReportGroup> groups, std::vector<uint32_t> group_of_function,
              uint64_t unit_ns, std::chrono::system_clock::time_point run_start,
-             bool cpu_split = false);
+             bool cpu_split = false, bool self_time = false);
 
   void on_event(uint32_t fn_id, uint64_t duration_ns, const CallSplit* split = nullptr);
   void on_call(const CallRecord& call);
@@ -148,7 +151,9 @@ class Aggregator {
   FunctionReport* report_of(uint32_t fn_id, const SeriesKey& key);
   // The --by a group's calls are split by: its own within the run's.
   uint32_t by_of_group(size_t group) const;
-  void add_call(FunctionReport& report, uint64_t duration_ns, const CallSplit* split);
+  void add_call(FunctionReport& report, const CallRecord& call);
+  void add_kernel_part(FunctionReport& report, uint32_t fn_id, CallPart part,
+                       const KernelTotals& before, const KernelTotals& now);
   enum class RetireState { kLive, kThisReport, kGone };
   // Marks series of processes that exited: reported once more (kThisReport),
   // then gone; `newly` hears the keys marked now.
@@ -167,6 +172,7 @@ class Aggregator {
 
   uint64_t unit_ns_;
   bool cpu_split_;
+  bool self_time_;
   size_t slowest_ = 0;
   std::vector<FunctionReport> reports_;
   std::vector<uint32_t> group_of_function_;

@@ -52,6 +52,7 @@ int EventReader::on_record(void* context, void* data, size_t size) {
     call.odd_gen = (event.call.fn_id & FL_EVENT_ODD_GEN) != 0;
     call.duration_ns = event.call.duration_ns;
     call.split = (event.flags & FL_EVENT_SPLIT) ? &split : nullptr;
+    if (event.flags & FL_EVENT_SELF) call.self_ns = event.self_ns;
     call.series.tgid = event.call.tgid;
     call.series.cgroup_id = event.cgroup_id;
     call.series.comm.assign(event.comm, strnlen(event.comm, sizeof(event.comm)));

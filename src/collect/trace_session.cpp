@@ -57,7 +57,7 @@ TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vecto
       signal_fd_(signal_fd),
       detach_(std::move(detach)),
       num_functions_(object.num_functions()),
-      parts_(object.options().cpu_split ? FL_CALL_PARTS : 1),
+      parts_(stats_parts(object.options().cpu_split, object.options().self_time)),
       slots_(object.kernel_slots(), initial_slot_owners(object), std::chrono::seconds(1)),
       last_totals_(static_cast<size_t>(object.kernel_slots()) * parts_),
       last_lost_(num_functions_),
@@ -155,8 +155,8 @@ Result<void> TraceSession::collect_kernel_side() {
   }
   if (auto series = collect_kernel_series(reader); !series) return series;
   // The slots held (or cooling), each the calls of its owner; with
-  // --cpu-split a slot's parts follow it, one stride (the number of slots)
-  // apart.
+  // --cpu-split or --self a slot's parts follow it, one stride (the number
+  // of slots) apart.
   const uint32_t stride = slots_.size();
   std::vector<bool> wanted(last_totals_.size());
   for (size_t key = 0; key < wanted.size(); key++) {
@@ -164,7 +164,8 @@ Result<void> TraceSession::collect_kernel_side() {
   }
   auto read = reader.read_totals(wanted, [&](uint32_t key, const KernelTotals& totals) {
     const auto owner = slots_.owner(key % stride);
-    const auto part = static_cast<CallPart>(key / stride);
+    const auto part = static_cast<CallPart>(
+        part_at_entry(key / stride, object_.options().cpu_split, object_.options().self_time));
     auto& last = last_totals_[key];
     if (!last) last = std::make_unique<KernelTotals>();
     if (owner && *owner < num_functions_) {

@@ -120,7 +120,7 @@ class TraceSession {
   uint32_t num_functions_;
   // --by in kernel mode: each series' last totals, by (function, part, series).
   std::map<std::tuple<uint32_t, uint32_t, SeriesKey>, KernelTotals> series_totals_;
-  uint32_t parts_;  // fn_stats entries per slot: FL_CALL_PARTS with --cpu-split
+  uint32_t parts_;  // fn_stats entries per slot: stats_parts()
   KernelSlots slots_;
   std::map<uint32_t, bool> told_no_slot_;  // functions -v said had no slot
   std::vector<std::unique_ptr<KernelTotals>> last_totals_;

@@ -121,6 +121,11 @@ struct FunctionReport {
   // With --cpu-split: the split of `interval` and of `total`.
   std::optional<CpuSplit> interval_split;
   std::optional<CpuSplit> total_split;
+  // With --self: the calls' exclusive time, each call's wall time less that
+  // of the traced calls it made directly (on its thread or goroutine) that
+  // returned; of `interval` and of `total`.
+  std::optional<LatencyHistogram> interval_self;
+  std::optional<LatencyHistogram> total_self;
   SeriesLabels series;  // with --by: which part of the function's calls
   // --config: the target's name (label "target") and its extra labels, in
   // the file's order; empty otherwise.

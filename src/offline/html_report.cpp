@@ -435,7 +435,8 @@ std::string summary_table(const Series& series, const Histogram& total, uint64_t
   // The CPU split, when the run recorded one.
   for (auto [name, part] : {std::pair{"on CPU", &Record::oncpu},
                             std::pair{"runnable (waiting for a CPU)", &Record::runnable},
-                            std::pair{"blocked (sleeping)", &Record::blocked}}) {
+                            std::pair{"blocked (sleeping)", &Record::blocked},
+                            std::pair{"self (exclusive)", &Record::self}}) {
     bool present = series.total && (*series.total).*part;
     for (const Record& r : series.intervals) present = present || (r.*part).has_value();
     if (!present) continue;

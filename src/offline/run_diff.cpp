@@ -32,11 +32,32 @@ struct Pooled {
 
 using FunctionKey = std::pair<std::string, std::string>;  // symbol, binary basename
 
-std::map<FunctionKey, Pooled> pool(const Run& run) {
+// A record's histogram that a comparison is about: the wall time, or (--self)
+// the self time, absent in records without it.
+using Pick = const Histogram* (*)(const Record&);
+const Histogram* wall_of(const Record& record) {
+  return &record.wall;
+}
+const Histogram* self_of(const Record& record) {
+  return record.self ? &*record.self : nullptr;
+}
+
+// What the self time of a function is compared as: a function of its own.
+constexpr std::string_view kSelfSuffix = " [self]";
+
+// Each function's calls, by `pick`; with `suffix` after the symbol. Series
+// whose records have no such histogram are left out.
+std::map<FunctionKey, Pooled> pool(const Run& run, Pick pick = wall_of,
+                                   std::string_view suffix = {}) {
   std::map<FunctionKey, Pooled> pooled;
   std::map<FunctionKey, int> series_count;
   for (const Series& series : run.series) {
-    FunctionKey key{series.key.symbol, std::string(basename_of(series.key.binary))};
+    const bool has = (series.total && pick(*series.total)) ||
+                     std::any_of(series.intervals.begin(), series.intervals.end(),
+                                 [&](const Record& r) { return pick(r) != nullptr; });
+    if (!has) continue;
+    FunctionKey key{series.key.symbol + std::string(suffix),
+                    std::string(basename_of(series.key.binary))};
     Pooled& p = pooled[key];
     p.present = true;
     ++series_count[key];
@@ -44,12 +65,13 @@ std::map<FunctionKey, Pooled> pool(const Run& run) {
     uint64_t lost = 0;
     for (const Record& record : series.intervals) {
       lost += record.lost.total;
-      if (record.wall.count == 0) continue;
-      p.batches.push_back(row_counts(record.wall, run.unit_ns));
-      if (!series.total) all = merged(all, record.wall, run.unit_ns);
+      const Histogram* h = pick(record);
+      if (!h || h->count == 0) continue;
+      p.batches.push_back(row_counts(*h, run.unit_ns));
+      if (!series.total) all = merged(all, *h, run.unit_ns);
     }
-    if (series.total) {
-      all = series.total->wall;
+    if (series.total && pick(*series.total)) {
+      all = *pick(*series.total);
       lost = series.total->lost.total;
       p.single_total = all;
     }
@@ -267,6 +289,9 @@ double f_q(double x, double df1, double df2) {
 DiffResult diff_runs(const Run& base, const Run& now, const DiffOptions& options,
                      const std::optional<Gate>& gate) {
   std::map<FunctionKey, Pooled> before = pool(base), after = pool(now);
+  // --self runs: each function's self time is compared too, as "NAME [self]".
+  before.merge(pool(base, self_of, kSelfSuffix));
+  after.merge(pool(now, self_of, kSelfSuffix));
   std::map<FunctionKey, std::pair<const Pooled*, const Pooled*>> both;
   static const Pooled kAbsent;
   for (const auto& [key, p] : before) both[key] = {&p, &kAbsent};

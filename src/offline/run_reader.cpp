@@ -273,7 +273,7 @@ Result<std::optional<ParsedLine>> parse_line(std::string_view line, const Place&
   record.lost = *lost;
   for (auto [key, into] :
        {std::pair{"oncpu", &record.oncpu}, std::pair{"runnable", &record.runnable},
-        std::pair{"blocked", &record.blocked}}) {
+        std::pair{"blocked", &record.blocked}, std::pair{"self", &record.self}}) {
     auto it = object.find(key);
     if (it == object.end() || it->is_null()) continue;
     if (!it->is_object()) return at.fail(fmt::format("\"{}\" is not an object", key));
@@ -336,9 +336,10 @@ Result<Run> parse_run(std::string_view text, std::string_view name) {
     if (!parsed) return std::unexpected(parsed.error());
     if (!*parsed) continue;
     Record& record = (*parsed)->record;
-    for (const Histogram* h : {&record.wall, record.oncpu ? &*record.oncpu : nullptr,
-                               record.runnable ? &*record.runnable : nullptr,
-                               record.blocked ? &*record.blocked : nullptr}) {
+    for (const Histogram* h :
+         {&record.wall, record.oncpu ? &*record.oncpu : nullptr,
+          record.runnable ? &*record.runnable : nullptr,
+          record.blocked ? &*record.blocked : nullptr, record.self ? &*record.self : nullptr}) {
       if (!h) continue;
       auto unit = check_unit(*h, run.unit_ns, at);
       if (!unit) return std::unexpected(unit.error());

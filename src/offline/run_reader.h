@@ -53,6 +53,7 @@ struct Record {
   Histogram wall;
   LostCalls lost;
   std::optional<Histogram> oncpu, runnable, blocked;  // --cpu-split
+  std::optional<Histogram> self;                      // --self: the calls' exclusive time
   std::vector<Exemplar> exemplars;
 };
 

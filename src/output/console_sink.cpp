@@ -167,6 +167,16 @@ std::string format_cpu_split(const CpuSplit& split, const LatencyHistogram& wall
   return out;
 }
 
+std::string format_self_summary(const LatencyHistogram& self, const LatencyHistogram& wall) {
+  const double share =
+      wall.sum_ns() ? 100.0 * static_cast<double>(self.sum_ns()) / wall.sum_ns() : 0.0;
+  return fmt::format(
+      "self  avg {}  min {}  max {}  p50 {}  p95 {}  p99 {}  share {:.0f}%\n",
+      format_duration(static_cast<uint64_t>(self.mean_ns())), format_duration(self.min_ns()),
+      format_duration(self.max_ns()), format_duration(self.percentile_ns(0.50)),
+      format_duration(self.percentile_ns(0.95)), format_duration(self.percentile_ns(0.99)), share);
+}
+
 std::string format_series(const SeriesLabels& series, uint64_t series_folded) {
   if (series.other) {
     return fmt::format("other ({} series folded over --max-series)", series_folded);
@@ -251,6 +261,12 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
     out += format_summary(h, lost);
     const auto& split = total ? function.total_split : function.interval_split;
     if (split) out += format_cpu_split(*split, h, lost.split_unknown);
+    const auto& self = total ? function.total_self : function.interval_self;
+    if (self && self->count() > 0) {
+      out += "self time (less the traced calls made directly):\n";
+      out += format_histogram(*self, options.unit_name);
+      out += format_self_summary(*self, h);
+    }
     out += format_slowest(total ? function.total_slowest : function.interval_slowest);
     out += "\n";
   }

@@ -42,6 +42,9 @@ class ConsoleSink : public Sink {
 // Pure formatting, for tests and for the sink.
 std::string format_histogram(const LatencyHistogram& histogram, const std::string& unit_name);
 std::string format_summary(const LatencyHistogram& histogram, const LostCounts& lost);
+// --self: the self histogram's summary line; `share` is its sum over the
+// wall histogram's.
+std::string format_self_summary(const LatencyHistogram& self, const LatencyHistogram& wall);
 // --cpu-split: a line per part (on-CPU, runnable, blocked) with its share of
 // the wall time; nothing when `wall` has no calls.
 std::string format_cpu_split(const CpuSplit& split, const LatencyHistogram& wall,

@@ -23,7 +23,7 @@ const char* mode_name(AggregationMode mode) {
 }
 
 // A histogram's fields; the wall histogram's sit in the record itself, each
-// --cpu-split part's in an object of its own.
+// --cpu-split part's and the --self histogram in an object of its own.
 nlohmann::json histogram_to_json(const LatencyHistogram& h) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : h.log2_rows()) {
@@ -122,6 +122,10 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
     record["runnable"] = histogram_to_json(split->runnable);
     record["blocked"] = histogram_to_json(split->blocked);
     record["split_unknown"] = lost.split_unknown;
+  }
+  // --self: the calls' exclusive time, a histogram like the wall one.
+  if (const auto& self = total ? function.total_self : function.interval_self) {
+    record["self"] = histogram_to_json(*self);
   }
   // --by: the series' own pid wins over -p's; they mean the same process.
   if (function.series.pid) {

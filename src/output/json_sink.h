@@ -1,7 +1,8 @@
 // One JSON object per line per function: "interval" records as they happen
 // and a "total" record per function at exit. With --cpu-split, objects
 // "oncpu", "runnable" and "blocked" carry each part's histogram with the
-// wall histogram's fields (count, sum_ns, ..., log2_buckets). With --by a
+// wall histogram's fields (count, sum_ns, ..., log2_buckets); with --self,
+// object "self" the histogram of the calls' exclusive time. With --by a
 // record is one series of its function: "pid", "comm", "cgroup",
 // "container_id" and "pod_uid" where set, "series":"other" for the calls
 // folded over --max-series, and "series_folded" (how many series were, so

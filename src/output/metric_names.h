@@ -30,9 +30,10 @@ namespace funclatency::metric_names {
 
 // What the traced functions did: Prometheus prefixes these.
 inline constexpr std::string_view kLatency = "function_latency_ms";
-inline constexpr std::string_view kOncpu = "function_oncpu_ms";        // --cpu-split
-inline constexpr std::string_view kRunnable = "function_runnable_ms";  // --cpu-split
-inline constexpr std::string_view kBlocked = "function_blocked_ms";    // --cpu-split
+inline constexpr std::string_view kOncpu = "function_oncpu_ms";         // --cpu-split
+inline constexpr std::string_view kRunnable = "function_runnable_ms";   // --cpu-split
+inline constexpr std::string_view kBlocked = "function_blocked_ms";     // --cpu-split
+inline constexpr std::string_view kSelfTime = "function_self_time_ms";  // --self
 inline constexpr std::string_view kLostCalls = "function_lost_calls";
 inline constexpr std::string_view kRingbufDroppedCalls = "ringbuf_dropped_calls";
 

@@ -29,8 +29,8 @@ static_assert(sizeof(fl_user_regs) == 8 * 8);
 static_assert(sizeof(fl_slow_floor) == 3 * 8 + FL_MAX_SLOWEST * 8);
 static_assert(sizeof(fl_slow_call) ==
               5 * 8 + 4 * 4 + 16 + sizeof(fl_user_regs) + 8 + FL_STACK_BYTES + 8);
-static_assert(sizeof(fl_frame) == 32);
-static_assert(sizeof(fl_event_ext) == 72);
+static_assert(sizeof(fl_frame) == 40);
+static_assert(sizeof(fl_event_ext) == 80);
 static_assert(sizeof(fl_series_key) == 48);
 static_assert(sizeof(fl_switch_marks) == 32);
 static_assert(sizeof(fl_shadow_stack) ==
@@ -39,6 +39,15 @@ static_assert(sizeof(fl_thread_switches) == 40);
 
 static_assert(sizeof(fl_go_key) == 16);
 static_assert(sizeof(fl_go_stack) == 8 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
+
+uint32_t stats_parts(bool cpu_split, bool self_time) {
+  return (cpu_split ? uint32_t{FL_CALL_PARTS} : 1u) + (self_time ? 1u : 0u);
+}
+
+uint32_t part_at_entry(uint32_t entry, bool cpu_split, bool self_time) {
+  const uint32_t parts = cpu_split ? uint32_t{FL_CALL_PARTS} : 1u;
+  return self_time && entry == parts ? uint32_t{FL_PART_SELF} : entry;
+}
 
 namespace {
 
@@ -58,10 +67,12 @@ uint32_t slots_for(const LoadOptions& options) {
 std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptions& options) {
   const uint32_t entries = options.num_functions ? options.num_functions : 1;
   const uint32_t slots = slots_for(options);
-  const uint32_t parts = options.cpu_split ? FL_CALL_PARTS : 1;
+  const uint32_t parts = stats_parts(options.cpu_split, options.self_time);
   skeleton->rodata->unit_ns = options.unit_ns;
   skeleton->rodata->filter_tgid = options.filter_tgid;
   skeleton->rodata->split_stride = options.cpu_split ? slots : 0;
+  skeleton->rodata->self_key_offset =
+      options.self_time ? stats_parts(options.cpu_split, false) * slots : 0;
   skeleton->rodata->series_by = options.series_by;
   skeleton->rodata->value_source = options.value_source;
   skeleton->rodata->value_index = options.value_index;

@@ -37,6 +37,9 @@ struct LoadOptions {
   // --cpu-split: the sched_switch program, and FL_CALL_PARTS fn_stats entries
   // per function (enum fl_call_part).
   bool cpu_split = false;
+  // --self: each call's exclusive time too, one more fn_stats entry per
+  // slot (FL_PART_SELF, after the split's parts).
+  bool self_time = false;
   // --by: FL_BY_* bits, and the series the kernel keeps apart at most.
   uint32_t series_by = 0;
   uint32_t max_series = 1000;
@@ -72,6 +75,13 @@ struct FunctionSlowCalls {
   uint64_t slow_ns = UINT64_MAX;  // FL_NO_THRESHOLD
   uint32_t slowest_k = 0;
 };
+
+// fn_stats entries per kernel slot: the wall time, the split's parts with
+// --cpu-split, then the self time with --self. Entry k of a slot is at key
+// slot + k * (number of slots).
+uint32_t stats_parts(bool cpu_split, bool self_time);
+// Which part (enum fl_call_part) entry k of a slot holds.
+uint32_t part_at_entry(uint32_t entry, bool cpu_split, bool self_time);
 
 class BpfObject {
  public:

@@ -272,3 +272,29 @@ def test_missing_exporter_module_is_one_clear_error(procs, tool, target_app, tmp
     # Without the option the same binary needs no module.
     result = procs.spawn([lonely, "-l", f"{target_app}:slow_op"])
     assert result.wait(30) == 0, result.describe()
+
+
+def test_self_time_is_exported_as_its_own_metric(procs, tool, workload, receiver_program):
+    # --self: function_self_time_ms, a histogram like the latency one, whose
+    # buckets equal the tool's own --json self rows.
+    receiver = start_receiver(procs, receiver_program)
+    program = workload("self_time")
+    work = procs.start_workload(program, ["--calls", "10"])
+    traced = procs.start_tool(tool, [
+        "-p", work.pid, "--mode", "kernel", "--json", "--self",
+        f"--otlp={receiver.url('http/protobuf')}", "--otlp-protocol", "http/protobuf",
+        f"{program}:parent_op", f"{program}:leaf_a"])
+    work.start()
+    work.finish()
+    assert traced.wait(30) == 0, traced.describe()
+    total = totals_by_symbol(traced.text("stdout"))["parent_op"]
+    _, _, metrics = metrics_of(receiver.wait_for_requests(1)[-1]["request"])
+    assert "function_self_time_ms" in metrics, sorted(metrics)
+    points = metrics["function_self_time_ms"]["histogram"]["data_points"]
+    point = next(p for p in points if attributes(p["attributes"])["symbol"] == "parent_op")
+    rows = {row: int(c) for row, c in enumerate(point.get("bucket_counts", [])) if int(c)}
+    assert rows == rows_from_json(total["self"]), (rows, total["self"])
+    assert int(point["count"]) == total["self"]["count"] == 10
+    assert point["sum"] == pytest.approx(total["self"]["sum_ns"] / 1e6, rel=1e-9)
+    # leaf_a (300 us) is taken off parent_op's self time.
+    assert total["self"]["p50_ns"] <= total["p50_ns"] - 250_000, total

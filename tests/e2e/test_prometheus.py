@@ -322,3 +322,39 @@ def test_exporter_module_is_loaded_only_with_prometheus(procs, tool, target_app)
     assert "libyaml-cpp" in serving_maps and "funclatency-prometheus.so" in serving_maps
     assert plain.stop(signal.SIGINT) == 0, plain.describe()
     assert serving.stop(signal.SIGINT) == 0, serving.describe()
+
+
+@pytest.mark.bpf
+def test_self_time_is_a_family_of_its_own(procs, tool, workload, tmp_path):
+    # --self: ebpf_function_self_time_ms next to the latency family, with
+    # the same labels and buckets, equal to the tool's own --json self rows.
+    program = tmp_path / "workload-self_time"
+    shutil.copy2(workload("self_time"), program)
+    endpoint = f"127.0.0.1:{free_port()}"
+    work = procs.start_workload(program, ["--calls", "10"])
+    traced = procs.start_tool(tool, ["--json", "--self", "--prometheus", endpoint,
+                                     f"{program}:parent_op", f"{program}:leaf_a"])
+    work.start()
+    work.finish()
+
+    def scrape():
+        return http_get(f"http://{endpoint}/metrics")[1]
+
+    count_line = re.compile(r'^ebpf_function_self_time_ms_count\{[^}]*symbol="parent_op"[^}]*\} 10$',
+                            re.M)
+    assert wait_until(lambda: count_line.search(scrape()), 10.0, interval=0.2), scrape()
+    exposition = scrape()
+    assert "# TYPE ebpf_function_self_time_ms histogram" in exposition
+    assert "# TYPE ebpf_function_latency_ms histogram" in exposition
+    problems = [p for p in promtool_problems(exposition) if "abbreviated units" not in p]
+    assert not problems, problems
+    assert traced.stop(signal.SIGINT) == 0, traced.describe()
+    total = next(r for r in map(json.loads, traced.text("stdout").splitlines())
+                 if r.get("type") == "total" and r["symbol"] == "parent_op")
+    # The JSON's self sum (ns) is the family's _sum (ms); parent_op's self
+    # time is under its wall time.
+    sum_ms = float(re.search(r'^ebpf_function_self_time_ms_sum\{[^}]*symbol="parent_op"[^}]*\} '
+                             r'(\S+)$', exposition, re.M).group(1))
+    assert sum_ms == pytest.approx(total["self"]["sum_ns"] / 1e6, rel=1e-6)
+    # leaf_a (300 us) is taken off parent_op's self time.
+    assert total["self"]["p50_ns"] <= total["p50_ns"] - 250_000, total

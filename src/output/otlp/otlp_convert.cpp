@@ -289,6 +289,29 @@ void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report
   }
 }
 
+// --self: each call's exclusive time. Nothing when no function has it.
+void add_self_time_metric(metrics_pb::ScopeMetrics* scope, const Report& report,
+                          const OtlpOptions& options, bool delta, uint64_t start_ns,
+                          uint64_t time_ns) {
+  auto self_of = [&](const FunctionReport& function) -> const std::optional<LatencyHistogram>& {
+    return delta ? function.interval_self : function.total_self;
+  };
+  if (!std::ranges::any_of(report.functions,
+                           [&](const auto& f) { return self_of(f).has_value(); })) {
+    return;
+  }
+  add_latency_metric(
+      scope, kSelfTimeMetricName,
+      "Self (exclusive) time of calls to a traced function: each call's time less that of the "
+      "traced calls it made directly",
+      report, options, start_ns, time_ns,
+      [&](const FunctionReport& function) -> const LatencyHistogram* {
+        const auto& self = self_of(function);
+        return self ? &*self : nullptr;
+      },
+      [](const FunctionReport&) -> const std::vector<SlowCall>* { return nullptr; });
+}
+
 // Lost calls, a point per function and reason. Returns the calls the ring
 // buffer dropped, summed over the functions.
 uint64_t add_lost_calls_metric(metrics_pb::ScopeMetrics* scope, const Report& report,
@@ -429,6 +452,7 @@ otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
         return &(delta ? function.interval_slowest : function.total_slowest);
       });
   add_cpu_split_metrics(scope, report, options, delta, start_ns, time_ns);
+  add_self_time_metric(scope, report, options, delta, start_ns, time_ns);
   add_health_metrics(scope, report, options, health, delta, start_ns, time_ns);
   add_self_metrics(scope, report, unix_nanos(report.run_start), time_ns);
   return request;

@@ -94,6 +94,10 @@ inline constexpr std::string_view kLatencyMetricName = metric_names::kLatency;
 inline constexpr std::string_view kOncpuMetricName = metric_names::kOncpu;
 inline constexpr std::string_view kRunnableMetricName = metric_names::kRunnable;
 inline constexpr std::string_view kBlockedMetricName = metric_names::kBlocked;
+// --self: each call's exclusive time, a histogram like the latency one (a
+// metric of its own, not an attribute of the latency one, so a sum over
+// function_latency_ms stays a count of calls).
+inline constexpr std::string_view kSelfTimeMetricName = metric_names::kSelfTime;
 inline constexpr std::string_view kLostCallsMetricName = metric_names::kLostCalls;
 inline constexpr std::string_view kRingbufDroppedMetricName = metric_names::kRingbufDroppedCalls;
 inline constexpr std::string_view kFailedExportsMetricName = metric_names::kOtlpFailedExports;

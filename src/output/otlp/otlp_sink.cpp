@@ -224,6 +224,11 @@ void OtlpSink::to_delta(Report& report) {
     if (aggregator_interval_start >= since && function.interval.count() == delta.count()) continue;
     function.interval = std::move(delta);
     function.interval_slowest = slowest_since(function, since);
+    if (function.total_self) {
+      function.interval_self =
+          calls_since(*function.total_self,
+                      previous && previous->total_self ? &*previous->total_self : nullptr);
+    }
     if (!function.total_split) continue;
     const CpuSplit* split_before =
         previous && previous->total_split ? &*previous->total_split : nullptr;

@@ -435,6 +435,10 @@ MetricsSnapshot snapshot_of(const Report& report) {
         (*metrics.split).*part.totals += (*function.total_split).*part.histogram;
       }
     }
+    if (function.total_self) {
+      if (!metrics.self_time) metrics.self_time.emplace();
+      *metrics.self_time += *function.total_self;
+    }
   }
   snapshot.self = self_metrics(report);
   // Merged series keep their calls slowest first.
@@ -476,6 +480,19 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
           append_histogram(out, family, function, labels[i], *function.split.*part.totals);
         }
       }
+    }
+  }
+
+  if (std::ranges::any_of(snapshot.functions,
+                          [](const auto& f) { return f.self_time.has_value(); })) {
+    std::string family = names::prometheus_family(names::kSelfTime, metric_prefix);
+    append_metadata(out, format, family, "histogram", "ms",
+                    "Self (exclusive) time of calls to a traced function: each call's time less "
+                    "that of the traced calls it made directly, in milliseconds (--self).");
+    for (size_t i = 0; i < snapshot.functions.size(); i++) {
+      const FunctionMetrics& function = snapshot.functions[i];
+      if (function.self_time)
+        append_histogram(out, family, function, labels[i], *function.self_time);
     }
   }
 

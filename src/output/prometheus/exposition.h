@@ -23,6 +23,10 @@
 // split each call's wall time the same way: histograms with the same labels
 // and `le` edges, present once a function has the split.
 //
+// With --self, <prefix>_function_self_time_ms is the histogram of each
+// call's exclusive time (a family of its own rather than a `kind` label on
+// the latency family: sums over the latency family stay a count of calls).
+//
 // --slowest K, OpenMetrics only (text 0.0.4 has no exemplars, so it is as
 // before): the run's K slowest calls of a series (FunctionReport::
 // total_slowest; the exposition is cumulative) are exemplars of its latency
@@ -104,7 +108,8 @@ struct FunctionMetrics : HistogramTotals {
   SeriesLabels series;
   uint64_t unit_ns = 1000;
   LostCounts lost;
-  std::optional<SplitTotals> split;  // with --cpu-split
+  std::optional<SplitTotals> split;          // with --cpu-split
+  std::optional<HistogramTotals> self_time;  // with --self
   // --slowest: the run's slowest calls of the series, slowest first.
   std::vector<SlowCallExemplar> slowest;
   // --config: the target's labels, renamed where they clash (exported_labels).
@@ -117,7 +122,8 @@ struct MetricsSnapshot {
   std::vector<SelfMetric> self;  // --follow/--config: the agent's own metrics
 };
 
-// Takes FunctionReport::total, total_split, total_lost and total_slowest of every function.
+// Takes FunctionReport::total, total_split, total_self, total_lost and total_slowest of every
+// function.
 // Functions the labels cannot tell apart (say two static functions of one name in one binary) are
 // merged, because a scrape must not carry one series twice.
 MetricsSnapshot snapshot_of(const Report& report);

@@ -45,6 +45,43 @@ TEST(Aggregator, EventsAndKernelDeltasLandInTheSameHistogram) {
   EXPECT_EQ(report.interval_start, kStart + std::chrono::seconds(1));
 }
 
+// --self: a call's self time from events and the self part of kernel
+// totals land in the self histogram, next to the wall one; without --self
+// reports have none.
+TEST(Aggregator, SelfTimeFromEventsAndKernelTotals) {
+  Aggregator aggregator({{"f", "/bin/x", 0}}, {0}, 1000, kStart, false, true);
+  CallRecord call;
+  call.fn_id = 0;
+  call.duration_ns = 900000;
+  call.self_ns = 200000;
+  aggregator.on_call(call);
+  KernelTotals before, wall, self;
+  wall.count = self.count = 1;
+  wall.sum_ns = wall.min_ns = wall.max_ns = 800000;
+  wall.buckets[fl_bucket_of(800)]++;
+  self.sum_ns = self.min_ns = self.max_ns = 300000;
+  self.buckets[fl_bucket_of(300)]++;
+  aggregator.on_kernel_totals(0, before, wall, CallPart::kWall);
+  aggregator.on_kernel_totals(0, before, self, CallPart::kSelf);
+  Report report = aggregator.take_report(Report::Kind::kInterval, kStart + std::chrono::seconds(1));
+  const FunctionReport& f = report.functions.at(0);
+  EXPECT_EQ(f.interval.count(), 2u);
+  EXPECT_EQ(f.interval.sum_ns(), 1700000u);
+  ASSERT_TRUE(f.interval_self && f.total_self);
+  EXPECT_EQ(f.interval_self->count(), 2u);
+  EXPECT_EQ(f.interval_self->sum_ns(), 500000u);
+  EXPECT_EQ(f.interval_self->min_ns(), 200000u);
+  EXPECT_EQ(f.total_self->count(), 2u);
+  report = aggregator.take_report(Report::Kind::kInterval, kStart + std::chrono::seconds(2));
+  EXPECT_EQ(report.functions.at(0).interval_self->count(), 0u);
+  EXPECT_EQ(report.functions.at(0).total_self->count(), 2u);
+
+  Aggregator plain({{"f", "/bin/x", 0}}, {0}, 1000, kStart);
+  plain.on_call(call);
+  report = plain.take_report(Report::Kind::kInterval, kStart + std::chrono::seconds(1));
+  EXPECT_FALSE(report.functions.at(0).interval_self.has_value());
+}
+
 TEST(Aggregator, MergedGroupsAndLostCounts) {
   Aggregator aggregator({{"2 functions", "/bin/x", 7}}, {0, 0}, 1000, kStart);
   aggregator.on_event(0, 1000);

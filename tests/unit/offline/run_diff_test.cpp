@@ -94,6 +94,33 @@ TEST(DiffStatistics, FunctionsOnOneSideOnly) {
   EXPECT_EQ(result.functions[1].verdict, Verdict::kOnlyNew);
 }
 
+// --self runs: each function's self time is compared as "NAME [self]"; runs
+// without it have no such rows.
+TEST(DiffStatistics, SelfTimeIsComparedAsAFunctionOfItsOwn) {
+  const std::vector<uint64_t> rows = {0, 0, 0, 0, 0, 0, 0, 0, 50, 50};
+  report::Run base = run_of({rows, rows, rows, rows, rows, rows});
+  report::Run now = base;
+  for (report::Run* run : {&base, &now}) {
+    for (Record& r : run->series[0].intervals) r.self = r.wall;
+  }
+  // The new run's self time moved two rows up.
+  for (Record& r : now.series[0].intervals) {
+    for (Bucket& b : r.self->buckets) {
+      const uint32_t row = row_of(b.low_ns, 1000) + 2;
+      b = {row_low_ns(row, 1000), row_high_ns(row, 1000), b.count};
+    }
+  }
+  DiffResult result = diff_runs(base, now, DiffOptions{}, std::nullopt);
+  ASSERT_EQ(result.functions.size(), 2u);
+  EXPECT_EQ(result.functions[0].symbol, "f");
+  EXPECT_EQ(result.functions[0].verdict, Verdict::kNoChange);
+  EXPECT_EQ(result.functions[1].symbol, "f [self]");
+  EXPECT_EQ(result.functions[1].verdict, Verdict::kSlower) << result.functions[1].p_value;
+  EXPECT_EQ(
+      diff_runs(run_of({{0, 5}}), run_of({{0, 5}}), DiffOptions{}, std::nullopt).functions.size(),
+      1u);
+}
+
 TEST(DiffGate, ParsesPercentAndPercentile) {
   EXPECT_EQ(parse_gate("20")->quantile, 0.95);
   EXPECT_EQ(parse_gate("12.5@p99")->percent, 12.5);

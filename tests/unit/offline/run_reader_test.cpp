@@ -51,6 +51,20 @@ TEST(RunReader, IgnoresUnknownFieldsAndTypesAndReadsCpuSplitAndExemplars) {
   EXPECT_EQ(r.exemplars[0].description, "stack=f <- main  tid=9");
 }
 
+// --self: the object "self" reads back as the self histogram.
+TEST(RunReader, ReadsTheSelfHistogram) {
+  std::string line = kInterval;
+  line.pop_back();
+  line += R"(,"self":{"count":3,"sum_ns":4500,"log2_buckets":[[0,1999,3]]}})";
+  auto run = parse_run(line + "\n" + kInterval + "\n", "r");
+  ASSERT_TRUE(run) << run.error().message();
+  const Record& r = run->series[0].intervals[0];
+  ASSERT_TRUE(r.self);
+  EXPECT_EQ(r.self->count, 3u);
+  EXPECT_EQ(r.self->sum_ns, 4500u);
+  EXPECT_FALSE(run->series[0].intervals[1].self);
+}
+
 // What `--slowest` writes: frames read as the console prints them, and the
 // --slower-than lines (type slow_call) are skipped.
 TEST(RunReader, ExemplarStackFramesReadAsTheConsolePrintsThem) {
