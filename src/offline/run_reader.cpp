@@ -13,10 +13,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/json_record.h"
 #include "offline/bucket_math.h"
 
 namespace funclatency::report {
 namespace {
+
+namespace field = json_record;
 
 using nlohmann::json;
 
@@ -66,7 +69,7 @@ Result<std::string> string_field(const json& object, const char* key, const Plac
 
 Result<std::vector<Bucket>> read_buckets(const json& object, const Place& at,
                                          std::string_view within) {
-  auto it = object.find("log2_buckets");
+  auto it = object.find(field::kLog2Buckets);
   if (it == object.end()) return at.fail(fmt::format("no \"log2_buckets\" field{}", within));
   if (!it->is_array()) return at.fail(fmt::format("\"log2_buckets\"{} is not an array", within));
   std::vector<Bucket> buckets;
@@ -92,17 +95,17 @@ Result<std::vector<Bucket>> read_buckets(const json& object, const Place& at,
 // The histogram fields of `object` (a record, or its oncpu/runnable/blocked).
 Result<Histogram> read_histogram(const json& object, const Place& at, std::string_view within) {
   Histogram h;
-  auto count = unsigned_field(object, "count", at, within);
+  auto count = unsigned_field(object, field::kCount, at, within);
   if (!count) return std::unexpected(count.error());
   h.count = *count;
-  for (auto [key, into] : {std::pair{"sum_ns", &h.sum_ns}, std::pair{"min_ns", &h.min_ns},
-                           std::pair{"max_ns", &h.max_ns}}) {
+  for (auto [key, into] : {std::pair{field::kSumNs, &h.sum_ns}, std::pair{field::kMinNs, &h.min_ns},
+                           std::pair{field::kMaxNs, &h.max_ns}}) {
     auto value = optional_unsigned(object, key, at, within);
     if (!value) return std::unexpected(value.error());
     *into = value->value_or(0);
   }
-  for (auto [key, into] : {std::pair{"p50_ns", &h.p50_ns}, std::pair{"p95_ns", &h.p95_ns},
-                           std::pair{"p99_ns", &h.p99_ns}}) {
+  for (auto [key, into] : {std::pair{field::kP50Ns, &h.p50_ns}, std::pair{field::kP95Ns, &h.p95_ns},
+                           std::pair{field::kP99Ns, &h.p99_ns}}) {
     auto value = optional_unsigned(object, key, at, within);
     if (!value) return std::unexpected(value.error());
     *into = *value;
@@ -129,8 +132,8 @@ Result<Histogram> read_histogram(const json& object, const Place& at, std::strin
 Result<LostCalls> read_lost(const json& object, const Place& at) {
   LostCalls lost;
   for (auto [key, into] :
-       {std::pair{"lost", &lost.total}, std::pair{"lost_unreturned", &lost.unreturned},
-        std::pair{"lost_depth", &lost.depth}, std::pair{"lost_ringbuf", &lost.ringbuf}}) {
+       {std::pair{field::kLost, &lost.total}, std::pair{field::kLostUnreturned, &lost.unreturned},
+        std::pair{field::kLostDepth, &lost.depth}, std::pair{field::kLostRingbuf, &lost.ringbuf}}) {
     auto value = optional_unsigned(object, key, at);
     if (!value) return std::unexpected(value.error());
     *into = value->value_or(0);
@@ -144,22 +147,22 @@ std::string frame_text(const json& frame) {
     auto it = frame.find(key);
     return it != frame.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
-  std::string text = text_of("symbol");
-  auto offset = frame.find("offset");
+  std::string text = text_of(field::kSymbol);
+  auto offset = frame.find(field::kOffset);
   if (!text.empty() && offset != frame.end() && offset->is_number_unsigned()) {
     text += fmt::format("+0x{:x}", offset->get<uint64_t>());
   }
-  if (auto address = frame.find("address"); text.empty() && address != frame.end()) {
+  if (auto address = frame.find(field::kAddress); text.empty() && address != frame.end()) {
     text = address->is_number_unsigned() ? fmt::format("0x{:x}", address->get<uint64_t>())
-                                         : text_of("address");
+                                         : text_of(field::kAddress);
   }
-  if (std::string binary = text_of("binary"); !binary.empty()) text += " (" + binary + ")";
+  if (std::string binary = text_of(field::kBinary); !binary.empty()) text += " (" + binary + ")";
   return text;
 }
 
 std::string scalar_text(const json& value) {
   if (value.is_string()) return value.get<std::string>();
-  if (value.is_object() && value.contains("address")) return frame_text(value);
+  if (value.is_object() && value.contains(field::kAddress)) return frame_text(value);
   if (value.is_array()) {
     std::string text;
     for (const json& item : value) {
@@ -175,14 +178,14 @@ std::string scalar_text(const json& value) {
 // under the names a version may use, the rest is shown as key=value.
 std::vector<Exemplar> read_exemplars(const json& object) {
   std::vector<Exemplar> exemplars;
-  auto it = object.find("exemplars");
+  auto it = object.find(field::kExemplars);
   if (it == object.end() || !it->is_array()) return exemplars;
   for (const json& item : *it) {
     if (!item.is_object()) continue;
     Exemplar exemplar;
     for (const auto& [key, value] : item.items()) {
       const bool duration =
-          key == "duration_ns" || key == "latency_ns" || key == "value_ns" || key == "wall_ns";
+          key == field::kDurationNs || key == "latency_ns" || key == "value_ns" || key == "wall_ns";
       if (duration && value.is_number_unsigned() && !exemplar.duration_ns) {
         exemplar.duration_ns = value.get<uint64_t>();
         continue;
@@ -232,35 +235,37 @@ Result<std::optional<ParsedLine>> parse_line(std::string_view line, const Place&
     return at.fail(fmt::format("not JSON ({})", e.what()));
   }
   if (!object.is_object()) return at.fail("not a JSON object");
-  auto type = string_field(object, "type", at, true);
+  auto type = string_field(object, field::kType, at, true);
   if (!type) return std::unexpected(type.error());
   ParsedLine parsed;
   Record& record = parsed.record;
   record.line = at.line;
-  if (*type == "interval") {
+  if (*type == field::kInterval) {
     record.type = RecordType::kInterval;
-  } else if (*type == "total") {
+  } else if (*type == field::kTotal) {
     record.type = RecordType::kTotal;
   } else {
     return std::optional<ParsedLine>();
   }
-  for (auto [key, into, required] :
-       {std::tuple{"symbol", &parsed.key.symbol, true},
-        std::tuple{"binary", &parsed.key.binary, true}, std::tuple{"comm", &parsed.key.comm, false},
-        std::tuple{"retval", &parsed.key.retval, false}, std::tuple{"arg", &parsed.key.arg, false},
-        std::tuple{"time", &record.time, false}, std::tuple{"mode", &record.mode, false}}) {
+  for (auto [key, into, required] : {std::tuple{field::kSymbol, &parsed.key.symbol, true},
+                                     std::tuple{field::kBinary, &parsed.key.binary, true},
+                                     std::tuple{field::kComm, &parsed.key.comm, false},
+                                     std::tuple{field::kRetval, &parsed.key.retval, false},
+                                     std::tuple{field::kArg, &parsed.key.arg, false},
+                                     std::tuple{field::kTime, &record.time, false},
+                                     std::tuple{field::kMode, &record.mode, false}}) {
     auto value = string_field(object, key, at, required);
     if (!value) return std::unexpected(value.error());
     *into = std::move(*value);
   }
-  if (auto cgroup = object.find("cgroup"); cgroup != object.end()) {
+  if (auto cgroup = object.find(field::kCgroup); cgroup != object.end()) {
     parsed.key.cgroup = scalar_text(*cgroup);
   }
-  if (auto pid = object.find("pid"); pid != object.end()) {
+  if (auto pid = object.find(field::kPid); pid != object.end()) {
     if (!pid->is_number_integer()) return at.fail("\"pid\" is not an integer");
     parsed.key.pid = pid->get<int64_t>();
   }
-  if (auto index = object.find("arg_index"); index != object.end()) {
+  if (auto index = object.find(field::kArgIndex); index != object.end()) {
     if (!index->is_number_integer()) return at.fail("\"arg_index\" is not an integer");
     parsed.key.arg_index = index->get<int64_t>();
   }
@@ -272,8 +277,8 @@ Result<std::optional<ParsedLine>> parse_line(std::string_view line, const Place&
   if (!lost) return std::unexpected(lost.error());
   record.lost = *lost;
   for (auto [key, into] :
-       {std::pair{"oncpu", &record.oncpu}, std::pair{"runnable", &record.runnable},
-        std::pair{"blocked", &record.blocked}, std::pair{"self", &record.self}}) {
+       {std::pair{field::kOncpu, &record.oncpu}, std::pair{field::kRunnable, &record.runnable},
+        std::pair{field::kBlocked, &record.blocked}, std::pair{field::kSelf, &record.self}}) {
     auto it = object.find(key);
     if (it == object.end() || it->is_null()) continue;
     if (!it->is_object()) return at.fail(fmt::format("\"{}\" is not an object", key));

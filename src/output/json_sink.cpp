@@ -7,8 +7,12 @@
 
 #include <utility>
 
+#include "model/json_record.h"
+
 namespace funclatency {
 namespace {
+
+namespace field = json_record;
 
 const char* mode_name(AggregationMode mode) {
   switch (mode) {
@@ -32,14 +36,14 @@ nlohmann::json histogram_to_json(const LatencyHistogram& h) {
     rows.push_back({row.low_unit * h.unit_ns(), (row.high_unit + 1) * h.unit_ns() - 1, row.count});
   }
   return {
-      {"count", h.count()},
-      {"sum_ns", h.sum_ns()},
-      {"min_ns", h.min_ns()},
-      {"max_ns", h.max_ns()},
-      {"p50_ns", h.percentile_ns(0.50)},
-      {"p95_ns", h.percentile_ns(0.95)},
-      {"p99_ns", h.percentile_ns(0.99)},
-      {"log2_buckets", rows},
+      {field::kCount, h.count()},
+      {field::kSumNs, h.sum_ns()},
+      {field::kMinNs, h.min_ns()},
+      {field::kMaxNs, h.max_ns()},
+      {field::kP50Ns, h.percentile_ns(0.50)},
+      {field::kP95Ns, h.percentile_ns(0.95)},
+      {field::kP99Ns, h.percentile_ns(0.99)},
+      {field::kLog2Buckets, rows},
   };
 }
 
@@ -55,12 +59,12 @@ uint64_t unix_nanos(std::chrono::system_clock::time_point time) {
 }
 
 nlohmann::json frame_to_json(const StackFrame& frame) {
-  nlohmann::json object = {{"address", fmt::format("0x{:x}", frame.address)}};
+  nlohmann::json object = {{field::kAddress, fmt::format("0x{:x}", frame.address)}};
   if (!frame.symbol.empty()) {
-    object["symbol"] = frame.symbol;
-    object["offset"] = frame.offset;
+    object[field::kSymbol] = frame.symbol;
+    object[field::kOffset] = frame.offset;
   }
-  if (!frame.binary.empty()) object["binary"] = frame.binary;
+  if (!frame.binary.empty()) object[field::kBinary] = frame.binary;
   return object;
 }
 
@@ -68,18 +72,18 @@ nlohmann::json frame_to_json(const StackFrame& frame) {
 
 nlohmann::json slow_call_to_json(const SlowCall& call) {
   nlohmann::json object = {
-      {"duration_ns", call.duration_ns},
-      {"pid", call.pid},
-      {"tid", call.tid},
-      {"thread", call.thread},
-      {"time_unix_nano", unix_nanos(call.time)},
+      {field::kDurationNs, call.duration_ns},
+      {field::kPid, call.pid},
+      {field::kTid, call.tid},
+      {field::kThread, call.thread},
+      {field::kTimeUnixNano, unix_nanos(call.time)},
   };
-  if (call.runnable_ns) object["runnable_ns"] = *call.runnable_ns;
-  if (call.blocked_ns) object["blocked_ns"] = *call.blocked_ns;
+  if (call.runnable_ns) object[field::kRunnableNs] = *call.runnable_ns;
+  if (call.blocked_ns) object[field::kBlockedNs] = *call.blocked_ns;
   if (!call.stack.empty()) {
     nlohmann::json stack = nlohmann::json::array();
     for (const StackFrame& frame : call.stack) stack.push_back(frame_to_json(frame));
-    object["stack"] = std::move(stack);
+    object[field::kStack] = std::move(stack);
   }
   return object;
 }
@@ -87,8 +91,11 @@ nlohmann::json slow_call_to_json(const SlowCall& call) {
 nlohmann::json slow_call_report_to_json(const SlowCallReport& slow) {
   // Named as in the records (symbol, binary, time), then the exemplar's fields.
   nlohmann::json object = {
-      {"type", "slow_call"},   {"time", format_rfc3339(slow.call.time)}, {"symbol", slow.symbol},
-      {"binary", slow.binary}, {"threshold_ns", slow.threshold_ns},
+      {field::kType, field::kSlowCall},
+      {field::kTime, format_rfc3339(slow.call.time)},
+      {field::kSymbol, slow.symbol},
+      {field::kBinary, slow.binary},
+      {field::kThresholdNs, slow.threshold_ns},
   };
   object.update(slow_call_to_json(slow.call));
   return object;
@@ -106,59 +113,60 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
   const LatencyHistogram& h = total ? function.total : function.interval;
   const LostCounts& lost = total ? function.total_lost : function.interval_lost;
   nlohmann::json record = {
-      {"type", total ? "total" : "interval"},
-      {"time", format_rfc3339(report.time)},
-      {"symbol", function.symbol},
-      {"binary", function.binary},
-      {"mode", mode_name(function.mode)},
-      {"lost", lost.total()},
-      {"lost_unreturned", lost.unreturned},
-      {"lost_depth", lost.depth},
-      {"lost_ringbuf", lost.ringbuf},
+      {field::kType, total ? field::kTotal : field::kInterval},
+      {field::kTime, format_rfc3339(report.time)},
+      {field::kSymbol, function.symbol},
+      {field::kBinary, function.binary},
+      {field::kMode, mode_name(function.mode)},
+      {field::kLost, lost.total()},
+      {field::kLostUnreturned, lost.unreturned},
+      {field::kLostDepth, lost.depth},
+      {field::kLostRingbuf, lost.ringbuf},
   };
   record.update(histogram_to_json(h));
   if (const auto& split = total ? function.total_split : function.interval_split) {
-    record["oncpu"] = histogram_to_json(split->oncpu);
-    record["runnable"] = histogram_to_json(split->runnable);
-    record["blocked"] = histogram_to_json(split->blocked);
-    record["split_unknown"] = lost.split_unknown;
+    record[field::kOncpu] = histogram_to_json(split->oncpu);
+    record[field::kRunnable] = histogram_to_json(split->runnable);
+    record[field::kBlocked] = histogram_to_json(split->blocked);
+    record[field::kSplitUnknown] = lost.split_unknown;
   }
   // --self: the calls' exclusive time, a histogram like the wall one.
   if (const auto& self = total ? function.total_self : function.interval_self) {
-    record["self"] = histogram_to_json(*self);
+    record[field::kSelf] = histogram_to_json(*self);
   }
   // --by: the series' own pid wins over -p's; they mean the same process.
   if (function.series.pid) {
-    record["pid"] = *function.series.pid;
+    record[field::kPid] = *function.series.pid;
   } else if (function.pid) {
-    record["pid"] = function.pid;
+    record[field::kPid] = function.pid;
   }
-  for (const auto& [key, value] :
-       {std::pair{"comm", &function.series.comm}, std::pair{"cgroup", &function.series.cgroup},
-        std::pair{"container_id", &function.series.container_id},
-        std::pair{"pod_uid", &function.series.pod_uid},
-        std::pair{"runtime", &function.series.runtime},
-        std::pair{"retval", &function.series.retval}, std::pair{"arg", &function.series.arg}}) {
+  for (const auto& [key, value] : {std::pair{field::kComm, &function.series.comm},
+                                   std::pair{field::kCgroup, &function.series.cgroup},
+                                   std::pair{field::kContainerId, &function.series.container_id},
+                                   std::pair{field::kPodUid, &function.series.pod_uid},
+                                   std::pair{field::kRuntime, &function.series.runtime},
+                                   std::pair{field::kRetval, &function.series.retval},
+                                   std::pair{field::kArg, &function.series.arg}}) {
     if (*value) record[key] = **value;
   }
-  if (function.series.arg_index) record["arg_index"] = *function.series.arg_index;
+  if (function.series.arg_index) record[field::kArgIndex] = *function.series.arg_index;
   // --config: the target's name and its extra labels.
   if (!function.labels.empty()) {
     nlohmann::json labels = nlohmann::json::object();
     for (const auto& [name, value] : function.labels) labels[name] = value;
-    record["labels"] = std::move(labels);
+    record[field::kLabels] = std::move(labels);
   }
-  if (function.series.other) record["series"] = "other";
-  if (report.series_folded) record["series_folded"] = report.series_folded;
-  if (report.kernel_memory_bytes) record["kernel_memory_bytes"] = report.kernel_memory_bytes;
+  if (function.series.other) record[field::kSeries] = "other";
+  if (report.series_folded) record[field::kSeriesFolded] = report.series_folded;
+  if (report.kernel_memory_bytes) record[field::kKernelMemoryBytes] = report.kernel_memory_bytes;
   // --slowest: the calls of the histogram above, slowest first.
   const auto& slowest = total ? function.total_slowest : function.interval_slowest;
   if (!slowest.empty()) {
     nlohmann::json exemplars = nlohmann::json::array();
     for (const SlowCall& call : slowest) exemplars.push_back(slow_call_to_json(call));
-    record["exemplars"] = std::move(exemplars);
+    record[field::kExemplars] = std::move(exemplars);
   }
-  if (!slowest.empty() || lost.slow_dropped) record["slow_dropped"] = lost.slow_dropped;
+  if (!slowest.empty() || lost.slow_dropped) record[field::kSlowDropped] = lost.slow_dropped;
   return record;
 }
 
@@ -166,8 +174,8 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
 nlohmann::json agent_to_json(const Report& report, const AgentStatus& agent) {
   nlohmann::json failures = nlohmann::json::object();
   for (const auto& [reason, count] : agent.attach_failures) failures[reason] = count;
-  return {{"type", "agent"},
-          {"time", format_rfc3339(report.time)},
+  return {{field::kType, field::kAgent},
+          {field::kTime, format_rfc3339(report.time)},
           {"config_last_reload_successful", agent.config_last_reload_successful},
           {"config_reload_failures", agent.config_reload_failures},
           {"functions_attached", agent.functions_attached},
@@ -176,7 +184,7 @@ nlohmann::json agent_to_json(const Report& report, const AgentStatus& agent) {
           {"exec_dropped", agent.exec_dropped},
           {"attach_failures", std::move(failures)},
           {"ringbuf_dropped", report.ringbuf_dropped_total},
-          {"series_folded", report.series_folded},
+          {field::kSeriesFolded, report.series_folded},
           {"probe_cpu_seconds", agent.probe_cpu_seconds}};
 }
 

@@ -234,7 +234,11 @@ def test_hundred_starts_keep_links_and_memory_bounded(procs, tool, target_app, t
     agent = start_agent(procs, tool, ["--follow", "--json", "-i", "1", f"{program}:slow_op"])
     runs = []
     for i in range(100):
-        runs.append(procs.spawn([program, "--calls", "3", "--rate", "2000"]))
+        # The first run lives 1.5 s, so the agent finds it running when it
+        # reads its exec record (a run gone by then is not attached: its file
+        # is, at the next start); the other 99 last a few milliseconds.
+        rate = "2" if i == 0 else "2000"
+        runs.append(procs.spawn([program, "--calls", "3", "--rate", rate]))
         if i == 0:
             wait_for_attached(agent, 1)
         if i == 19:
