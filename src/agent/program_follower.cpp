@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -170,6 +171,21 @@ Result<std::vector<uint32_t>> ProgramFollower::poll() {
   return added;
 }
 
+// The kernel looks a process's code mapping up only when its memory map is
+// not locked (bpf_find_vma tries the lock): right after exec, while the
+// loader maps libraries, it can say nothing for a moment. Asked again a few
+// times; a process still there that never says is taken to run `fallback`
+// (the file its record names). Nothing when the process is gone.
+Result<std::optional<FileId>> ProgramFollower::file_now(int pid, const FileId& fallback) const {
+  for (int attempt = 0; attempt < 20; attempt++) {
+    auto file = watch_->file_of(pid);
+    if (!file || *file) return file;
+    if (kill(pid, 0) != 0 && errno == ESRCH) return std::optional<FileId>();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return std::optional<FileId>(fallback);
+}
+
 bool ProgramFollower::known_everywhere(const ProgramStart& start) const {
   return start.file && std::all_of(followed_.begin(), followed_.end(), [&](const auto& followed) {
            return followed->files.contains(*start.file) ||
@@ -189,7 +205,7 @@ void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
   // still mapping its parent's program. What it runs is judged now, so the
   // file it runs now is the one named: keying a program's probes by another
   // file's name would attach them a second time at its next start.
-  auto now = watch_->file_of(start.pid);
+  auto now = file_now(start.pid, *start.file);
   if (!now) {
     note_(fmt::format("cannot tell which program process {} runs: {}", start.pid,
                       now.error().message()));
@@ -206,7 +222,7 @@ void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
   if (!path) return;  // gone before it could be looked at (program_follower.h)
   // Judged on one file: had it exec'd again meanwhile, that exec's own
   // record comes next.
-  auto after = watch_->file_of(start.pid);
+  auto after = file_now(start.pid, file);
   if (!after || *after != std::optional<FileId>(file)) return;
   if (!*path) {
     if (followed.elsewhere.size() >= kMaxElsewhere) followed.elsewhere.clear();

@@ -77,6 +77,8 @@ class ProgramFollower {
 
  private:
   struct Followed;
+  // The file process `pid` runs now (see program_follower.cpp).
+  Result<std::optional<FileId>> file_now(int pid, const FileId& fallback) const;
   // Whether every target has judged the record's file already.
   bool known_everywhere(const ProgramStart& start) const;
   void handle(const ProgramStart& start, Followed& followed, std::vector<uint32_t>& added);
