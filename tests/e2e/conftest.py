@@ -704,6 +704,6 @@ def thread_named(pid, name):
             with open(f"/proc/{pid}/task/{tid}/comm") as comm:
                 if comm.read().strip() == name:
                     return int(tid)
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # that thread has just ended
             continue
     return None

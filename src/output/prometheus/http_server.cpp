@@ -37,6 +37,13 @@ using Clock = std::chrono::steady_clock;
 // Reads per readable event before other connections get their turn.
 constexpr size_t kReadChunk = 16 * 1024;
 constexpr int kReadsPerTurn = 4;
+// Answers per turn to one connection's pipelined requests: the rest waits for
+// the next turn, so 10,000 requests in one write cannot hold a scrape on
+// another connection for longer than these few answers take.
+constexpr int kAnswersPerTurn = 16;
+// Received, not yet answered: beyond this, a connection is not read from
+// until its pipelined requests are answered (the kernel's buffers hold the rest).
+constexpr size_t kMaxPendingInput = kReadChunk * kReadsPerTurn;
 // Accepts per loop turn, so established connections are served in between.
 constexpr int kAcceptsPerTurn = 64;
 // How often put-off requests are asked about again without a wake().
@@ -73,8 +80,10 @@ struct Connection {
   bool answered_any = false;   // has been sent an answer: a client, not a mere connection
   bool want_write = false;     // the socket must become writable to go on (TLS may ask)
   bool closed = false;
-  std::string client;  // the peer's address, numeric, without the port
-  std::string in;      // received, not yet consumed
+  bool backlog = false;      // whole requests left in `in` when its turn ended
+  bool peer_closed = false;  // the client sent its last byte (read gave end of file)
+  std::string client;        // the peer's address, numeric, without the port
+  std::string in;            // received, not yet consumed
   HttpRequest request;
   size_t body_left = 0;
   std::string out_head;
@@ -223,6 +232,7 @@ struct HttpServer::Loop {
   bool make_room(Clock::time_point now);
   void evict_one();
   void service(Connection& connection, short revents, Clock::time_point now);
+  void close_if_done(Connection& connection);
   void expire(Clock::time_point now);
   int poll_timeout(Clock::time_point now) const;
 
@@ -294,19 +304,23 @@ void HttpServer::Loop::run() {
     }
     if (stopping) break;
     now = Clock::now();
-    if (ready > 0) {
-      if (fds[0].revents) {
-        uint64_t count = 0;
-        [[maybe_unused]] auto drained = read(wake.get(), &count, sizeof count);
-      }
-      // Connections first, by index: accepting appends to the vector.
-      size_t polled = connections.size();
-      for (size_t i = 0; i < polled; i++) {
-        if (fds[i + 2].revents) service(*connections[i], fds[i + 2].revents, now);
-      }
-      std::erase_if(connections, [](const auto& connection) { return connection->closed; });
-      if (fds[1].revents & POLLIN) accept_some(now);
+    if (ready > 0 && fds[0].revents) {
+      uint64_t count = 0;
+      [[maybe_unused]] auto drained = read(wake.get(), &count, sizeof count);
     }
+    // Connections first, by index: accepting appends to the vector. One with
+    // requests left from its last turn goes on whether or not it is ready.
+    size_t polled = connections.size();
+    for (size_t i = 0; i < polled; i++) {
+      if (ready > 0 && fds[i + 2].revents) {
+        service(*connections[i], fds[i + 2].revents, now);
+      } else if (connections[i]->backlog) {
+        process_input(*connections[i], now);
+        close_if_done(*connections[i]);
+      }
+    }
+    std::erase_if(connections, [](const auto& connection) { return connection->closed; });
+    if (ready > 0 && (fds[1].revents & POLLIN)) accept_some(now);
     retry_deferred(now);
   }
   connections.clear();
@@ -316,6 +330,7 @@ int HttpServer::Loop::poll_timeout(Clock::time_point now) const {
   auto soonest = now + std::chrono::seconds(1);
   if (now < listener_rests_until) soonest = std::min(soonest, listener_rests_until);
   for (const auto& connection : connections) {
+    if (connection->backlog) return 0;  // requests waiting for their turn
     soonest = std::min(soonest, connection->deadline);
     if (connection->phase == Phase::kDeferred) soonest = std::min(soonest, now + kDeferredRetry);
   }
@@ -463,9 +478,16 @@ void HttpServer::Loop::service(Connection& connection, short revents, Clock::tim
     finish_write(connection, now);
     if (connection.closed) return;
   }
-  Io read = read_some(connection, now);
+  if (read_some(connection, now) == Io::kClosed) connection.peer_closed = true;
   process_input(connection, now);
-  if (read == Io::kClosed && connection.phase != Phase::kWriting) connection.closed = true;
+  close_if_done(connection);
+}
+
+// A client gone for good is let go once what it asked before it went is answered.
+void HttpServer::Loop::close_if_done(Connection& connection) {
+  if (connection.peer_closed && !connection.backlog && connection.phase != Phase::kWriting) {
+    connection.closed = true;
+  }
 }
 
 Io HttpServer::Loop::handshake(Connection& connection) {
@@ -490,7 +512,7 @@ Io HttpServer::Loop::read_some(Connection& connection, Clock::time_point now) {
     return Io::kBlocked;
   }
   char buffer[kReadChunk];
-  for (int round = 0; round < kReadsPerTurn; round++) {
+  for (int round = 0; round < kReadsPerTurn && connection.in.size() < kMaxPendingInput; round++) {
     ssize_t got = 0;
     if (connection.ssl) {
       ERR_clear_error();
@@ -518,6 +540,8 @@ Io HttpServer::Loop::read_some(Connection& connection, Clock::time_point now) {
 }
 
 void HttpServer::Loop::process_input(Connection& connection, Clock::time_point now) {
+  connection.backlog = false;
+  int answers = 0;
   while (!connection.closed && connection.phase != Phase::kWriting &&
          connection.phase != Phase::kDeferred) {
     if (connection.phase == Phase::kBody) {
@@ -526,6 +550,10 @@ void HttpServer::Loop::process_input(Connection& connection, Clock::time_point n
       connection.in.erase(0, discard);
       if (connection.body_left > 0) return;
       answer(connection, now);
+      if (++answers == kAnswersPerTurn && !connection.in.empty()) {
+        connection.backlog = true;  // the next turn goes on, after the others
+        return;
+      }
       continue;
     }
     if (connection.in.empty()) return;

@@ -68,13 +68,16 @@ struct Client {
 
 struct TestServer {
   std::unique_ptr<HttpServer> server;
-  explicit TestServer(HttpLimits limits, std::function<void(std::string_view)> log = {}) {
+  // `work`: how long the handler takes for each answer.
+  explicit TestServer(HttpLimits limits, std::function<void(std::string_view)> log = {},
+                      std::chrono::microseconds work = {}) {
     HttpServerOptions options;
     options.limits = limits;
     options.log = std::move(log);
     options.headers = {{"X-Test", "yes"}};
     auto started = HttpServer::start(
-        ListenAddress{"127.0.0.1", 0}, "--test", options, [](const HttpRequest& request) {
+        ListenAddress{"127.0.0.1", 0}, "--test", options, [work](const HttpRequest& request) {
+          if (work.count() > 0) std::this_thread::sleep_for(work);
           return HttpResponse{
               200,
               "text/plain",
@@ -124,6 +127,58 @@ TEST(HttpServer, KeepsAliveAndAnswersPipelinedRequestsInOrder) {
   EXPECT_LT(answers.find("hello /a"), answers.find("hello /c"));
   EXPECT_EQ(answers.find("hello /b"), std::string::npos);  // HEAD: no body
   EXPECT_EQ(test.server->counters().answered, 3u);
+}
+
+// A client's pipeline is answered a few requests a turn: 2,000 requests of
+// 200 us each in one write (0.4 s of work, all read in one turn) once held a
+// scrape on another connection until the last of them was answered.
+TEST(HttpServer, APipelineTakesTurnsWithOtherConnections) {
+  HttpLimits limits = short_limits();
+  limits.idle_timeout = 10s;
+  limits.request_timeout = 10s;
+  TestServer test(limits, {}, 200us);
+  Client piper(test.port());
+  std::string pipeline;
+  for (int i = 0; i < 2000; i++) pipeline += "GET /p HTTP/1.1\r\nHost: x\r\n\r\n";
+  piper.send_text(pipeline);
+  std::this_thread::sleep_for(20ms);  // the pipeline is being answered
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(get(test.port()).find("hello /m"), std::string::npos);
+  auto waited = std::chrono::steady_clock::now() - start;
+  std::printf("a scrape during 2,000 pipelined requests: %.4f s\n",
+              std::chrono::duration<double>(waited).count());
+  EXPECT_LT(waited, 100ms);
+}
+
+// A long pipeline is answered in full, over many turns: on a connection kept
+// open (nothing else to wake the server between turns) and on one whose
+// client closed its side at once (let go only once answered).
+TEST(HttpServer, ALongPipelineIsAnsweredInFullKeptOpenOrHalfClosed) {
+  HttpLimits limits = short_limits();
+  limits.idle_timeout = 10s;
+  limits.request_timeout = 10s;
+  TestServer test(limits);
+  for (bool half_close : {false, true}) {
+    Client client(test.port());
+    std::string pipeline;
+    for (int i = 0; i < 1000; i++) pipeline += "GET /h HTTP/1.1\r\nHost: x\r\n\r\n";
+    client.send_text(pipeline);
+    if (half_close) shutdown(client.fd, SHUT_WR);
+    std::string answers;
+    size_t count = 0;
+    bool closed = false;
+    auto until = std::chrono::steady_clock::now() + 5s;
+    while (count < 1000 && !closed && std::chrono::steady_clock::now() < until) {
+      answers += client.receive(20ms, &closed);
+      count = 0;
+      for (size_t at = answers.find("hello /h"); at != std::string::npos;
+           at = answers.find("hello /h", at + 1)) {
+        count++;
+      }
+    }
+    EXPECT_EQ(count, 1000u) << (half_close ? "half-closed" : "kept open");
+    if (half_close) EXPECT_TRUE(closed || client.closed_within(1000ms));
+  }
 }
 
 TEST(HttpServer, RefusesOtherMethodsAndOversizedRequests) {
