@@ -205,8 +205,8 @@ Result<PlannedTargets> plan_targets(const Config& config, ElfSymbolResolver& res
                                  targets.sites.size(), config.max_functions),
                      "narrow the pattern, or raise --max-functions");
   }
-  if (auto go = refuse_cpu_split_for_go(config, targets.sites); !go) {
-    return std::unexpected(go.error());
+  if (auto lacking = refuse_options_code_lacks(config, targets.sites); !lacking) {
+    return std::unexpected(lacking.error());
   }
   for (const auto& site : targets.sites) {
     auto plan = planner.plan(site, config.exit_probes);

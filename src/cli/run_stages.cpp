@@ -30,14 +30,20 @@ ResolveOptions resolve_options(const Config& config) {
   return options;
 }
 
-Result<void> refuse_cpu_split_for_go(const Config& config, std::span<const ProbeSite> sites) {
-  if (!config.cpu_split) return {};
+CodeOptions code_options(const Config& config) {
+  return {.cpu_split = config.cpu_split,
+          .value_source = config.value_series.source,
+          .value_index = config.value_series.index,
+          .value_rule = config.value_series.rule};
+}
+
+Result<void> refuse_options_code_lacks(const Config& config, std::span<const ProbeSite> sites) {
+  const CodeOptions options = code_options(config);
   for (const auto& site : sites) {
-    if (!site.go) continue;
-    return bad_input(fmt::format("--cpu-split is not defined for Go functions ({} in {}): a "
-                                 "goroutine moves between threads, and the split is per thread",
-                                 site.symbol, site.binary),
-                     "trace Go functions without --cpu-split");
+    OptionRefusal refusal = refuse_options(options, site.go.has_value());
+    if (refusal.reason.empty()) continue;
+    return bad_input(fmt::format("{} ({} in {})", refusal.reason, site.symbol, site.binary),
+                     refusal.hint);
   }
   return {};
 }

@@ -17,6 +17,7 @@
 #include "collect/trace_session.h"
 #include "common/error.h"
 #include "probe/bpf_object.h"
+#include "probe/code_options.h"
 #include "probe/library_watch.h"
 #include "probe/probe_plan.h"
 #include "probe/uprobe_links.h"
@@ -38,9 +39,11 @@ struct PlannedTargets {
 Result<std::vector<TargetSpec>> parse_targets(const Config& config);
 ResolveOptions resolve_options(const Config& config);
 
-// --cpu-split accounts time per thread; a goroutine moves between threads,
-// so the split is refused for Go functions, naming the first.
-Result<void> refuse_cpu_split_for_go(const Config& config, std::span<const ProbeSite> sites);
+// What the run asks of each function (--cpu-split, --by retval/argN).
+CodeOptions code_options(const Config& config);
+// The run is refused when an option is not defined for a TARGET's code
+// (--cpu-split for Go, --by arg6 for C), naming the first such function.
+Result<void> refuse_options_code_lacks(const Config& config, std::span<const ProbeSite> sites);
 
 // The BPF object's settings: sizes (with room for functions of libraries
 // loaded later), unit, starting mode, and each function's flags and probe

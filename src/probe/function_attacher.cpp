@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "probe/code_options.h"
+
 namespace funclatency {
 
 FunctionAttacher::FunctionAttacher(AttachSettings settings, uint32_t first_free_fn_id,
@@ -34,6 +36,9 @@ std::expected<AttachedFile, AttachError> FunctionAttacher::attach(
     // goroutine-keyed programs this run did not load.
     if (plan->goroutine_keyed && plan->refused.empty() && !object.options().go_programs) {
       plan->refused = "Go code in a file attached after the start is not traced";
+    }
+    if (plan->refused.empty()) {
+      plan->refused = refuse_options(code_options_of(object.options()), site.go.has_value()).reason;
     }
     sites.push_back(std::move(site));
     plans.push_back(std::move(*plan));

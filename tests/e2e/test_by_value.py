@@ -11,8 +11,8 @@ import signal
 
 import pytest
 
-from conftest import (EXIT_TIMEOUT, assert_rows_match_truth, build_dir, built, free_port,
-                      parse_json_records, rows_from_json, wait_until)
+from conftest import (EXIT_TIMEOUT, assert_refused, assert_rows_match_truth, build_dir, built,
+                      free_port, parse_json_records, rows_from_json, run_tool, wait_until)
 from test_otlp import attributes, metrics_of, start_receiver
 from test_prometheus import PrometheusServer
 
@@ -113,6 +113,21 @@ def test_go_error_results_split_nil_from_non_nil(procs, tool, go_workload, mode,
                                   ["--scenario", "outcomes"])
     assert set(truth_by_outcome(truth, symbol)) == {"ok", "error"}
     assert_series_match_truth(records, truth, symbol, "retval", mode)
+
+
+@pytest.mark.bpf
+@pytest.mark.parametrize("by,language,said", [
+    ("arg6", "c", r"--by arg6: a C function's integer arguments in registers are arg0 to arg5"),
+    ("retval:go-error", "c", r"--by retval:go-error reads a Go function's error result"),
+    ("arg9", "go", r"arg9: N of argN is 0 \(the first argument\) to 8"),
+])
+def test_values_the_code_does_not_have_are_refused(tool, workload, go_workload, by, language,
+                                                    said):
+    """A C function has six argument registers and no Go error; Go has nine:
+    refused before any probe, naming the function, rather than read as 0."""
+    target = (f"{workload('outcomes')}:handle_request" if language == "c"
+              else f"{go_workload}:main.fetch")
+    assert_refused(run_tool(tool, [target, "-d", "1", "--by", by]), said)
 
 
 def run_outcomes_freely(procs, workload, calls):

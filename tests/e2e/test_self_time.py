@@ -1,6 +1,8 @@
 """--self: each function's self (exclusive) time against what the workload
 measured of its own calls: parents with two children, recursion, a
-grandchild, a child that throws through its parent and one that longjmps.
+grandchild, a child that throws through its parent and one that longjmps;
+and Go code whose goroutines move between threads inside the calls, with a
+child a panic abandons.
 Per call the program knows bounds the tracer's durations must lie in (its
 clock reads around the call and around the body, see
 tests/programs/workloads/self_time.cpp), so the check is exact: every count,
@@ -10,7 +12,7 @@ import json
 
 import pytest
 
-from conftest import rows_from_json, totals_by_symbol, trace_workload, usec_row
+from conftest import build_dir, built, rows_from_json, totals_by_symbol, trace_workload, usec_row
 
 pytestmark = pytest.mark.bpf
 CALLS = 12
@@ -102,3 +104,38 @@ def test_without_self_no_self_histogram(procs, tool, workload):
     program = workload("self_time")
     totals, _ = trace_workload(procs, tool, program, ["parent_op"], "events", ["--calls", "2"])
     assert "self" not in totals["parent_op"], totals["parent_op"]
+
+
+GO_RETURNING = ["main.selfParent", "main.selfLeafA", "main.selfLeafB", "main.selfRecurse"]
+GO_GOROUTINES, GO_ROUNDS = 6, 10
+
+
+@pytest.fixture(scope="session")
+def go_workload():
+    return built(build_dir() / "tests" / "programs" / "go-workload", "go-programs")
+
+
+@pytest.mark.parametrize("mode", ["events", "kernel"])
+def test_go_self_time_is_kept_per_goroutine(procs, tool, go_workload, mode):
+    """Go: 6 goroutines on 2 threads park inside their calls (time.Sleep) and
+    resume elsewhere; a child's time is taken off its own goroutine's caller,
+    recursion level by level, and a child a panic abandons stays its caller's
+    own time and is counted lost."""
+    totals, truth = trace_workload(
+        procs, tool, go_workload, GO_RETURNING + ["main.selfPanicky"], mode,
+        ["--scenario", "self", "--goroutines", str(GO_GOROUTINES), "--calls", str(GO_ROUNDS)],
+        ["--self"])
+    truth_path = procs.tmp_path / f"truth-{go_workload.name}-0.json"
+    self_bounds = json.loads((truth_path.parent / (truth_path.name + ".self")).read_text())
+    # The goroutines did move between threads inside the calls.
+    assert truth.function("main.selfParent")["migrated"] > 0, truth.function("main.selfParent")
+    for symbol in GO_RETURNING:
+        record, calls = totals[symbol], self_bounds[symbol]
+        assert record["mode"] == mode, record
+        assert truth.function(symbol)["returned"] == len(calls), symbol
+        assert_within(record, [c[0:2] for c in calls], f"{mode} {symbol} inclusive")
+        assert_within(record["self"], [c[2:4] for c in calls], f"{mode} {symbol} self")
+        assert record["lost"] == 0, (mode, symbol, record)
+    panicky = totals["main.selfPanicky"]
+    assert panicky["count"] == 0 and panicky["lost"] == GO_GOROUTINES * GO_ROUNDS, panicky
+    assert truth.function("main.selfPanicky")["abandoned"] == GO_GOROUTINES * GO_ROUNDS

@@ -42,6 +42,9 @@
 //	         Truth by outcome: "main.fetch:ok", "main.fetch:error", and the same
 //	         for main.parse (--by retval:go-error, go-error:1). Run only when
 //	         asked for.
+//	self     --goroutines goroutines (here default 6) each make --calls rounds
+//	         (default 10) of traced calls that call traced calls, one of them
+//	         abandoned by a panic (self_time.go). Run only when asked for.
 //	panic-last
 //	         on one goroutine, --calls calls (default 500) of main.panicky, every
 //	         one of them panicking and recovered by an untraced caller, the last
@@ -379,7 +382,7 @@ func runOutcomes(calls int) {
 var allScenarios = []string{"sleepy", "grow", "recurse", "panic", "panic-same-site"}
 
 // Scenarios run only when named: "all" keeps what the other tests expect of it.
-var extraScenarios = []string{"panic-last", "outcomes"}
+var extraScenarios = []string{"panic-last", "outcomes", "self"}
 
 type options struct {
 	scenario   string
@@ -396,7 +399,8 @@ func parseOptions() options {
 	flag.StringVar(&o.scenario, "scenario", "all",
 		"what to run: "+strings.Join(append(allScenarios, extraScenarios...), ", ")+", or all (each in turn, with its defaults)")
 	flag.IntVar(&o.calls, "calls", -1, "calls to make (per scenario, see the source; -1: its default)")
-	flag.IntVar(&o.goroutines, "goroutines", 50, "sleepy: goroutines making calls")
+	flag.IntVar(&o.goroutines, "goroutines", 0,
+		"sleepy, self: goroutines making calls (0: the scenario's default, 50 and 6)")
 	flag.IntVar(&o.abandon, "abandon", 20, "panic, panic-same-site: calls a panic abandons")
 	flag.IntVar(&o.procs, "procs", 2, "GOMAXPROCS: threads running Go code at once")
 	flag.StringVar(&o.truthPath, "truth", "",
@@ -407,8 +411,8 @@ func parseOptions() options {
 	if flag.NArg() != 0 {
 		badUsage("unexpected argument %q", flag.Arg(0))
 	}
-	if o.goroutines < 1 || o.procs < 1 || o.abandon < 0 || o.calls < -1 {
-		badUsage("--goroutines and --procs must be positive, --abandon and --calls not negative")
+	if o.goroutines < 0 || o.procs < 1 || o.abandon < 0 || o.calls < -1 {
+		badUsage("--procs must be positive, --goroutines, --abandon and --calls not negative")
 	}
 	known := o.scenario == "all"
 	for _, scenario := range append(allScenarios, extraScenarios...) {
@@ -434,10 +438,17 @@ func callsOr(o options, fallback int) int {
 	return fallback
 }
 
+func goroutinesOr(o options, fallback int) int {
+	if o.goroutines > 0 {
+		return o.goroutines
+	}
+	return fallback
+}
+
 func run(o options, scenario string) {
 	switch scenario {
 	case "sleepy":
-		runSleepy(o.goroutines, callsOr(o, 8))
+		runSleepy(goroutinesOr(o, 50), callsOr(o, 8))
 	case "grow":
 		runGrow(callsOr(o, 40))
 	case "recurse":
@@ -448,6 +459,8 @@ func run(o options, scenario string) {
 		runOutcomes(callsOr(o, 200))
 	case "panic-last":
 		runPanicLast(callsOr(o, lastRounds))
+	case "self":
+		runSelf(goroutinesOr(o, 6), callsOr(o, 10))
 	}
 }
 
@@ -486,6 +499,11 @@ func main() {
 	if o.truthPath != "" {
 		if err := writeTruth(o.truthPath, scenarios); err != nil {
 			fail("cannot write %s: %v", o.truthPath, err)
+		}
+		if o.scenario == "self" {
+			if err := writeSelfBounds(o.truthPath + ".self"); err != nil {
+				fail("cannot write %s.self: %v", o.truthPath, err)
+			}
 		}
 	}
 }

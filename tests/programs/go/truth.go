@@ -229,15 +229,20 @@ type truthReport struct {
 	Functions []functionJSON `json:"functions"`
 }
 
-// writeTruth writes the report to path, through a rename so that a reader
-// never sees half a file.
+// writeTruth writes the report to path.
 func writeTruth(path string, scenarios []string) error {
 	report := truthReport{Program: "go-workload", Pid: os.Getpid(), Scenarios: scenarios,
 		Functions: []functionJSON{}}
 	for _, t := range functionTruths {
 		report.Functions = append(report.Functions, t.toJSON())
 	}
-	data, err := json.MarshalIndent(report, "", " ")
+	return writeJSON(path, report)
+}
+
+// writeJSON writes value as JSON to path, through a rename so that a reader
+// never sees half a file.
+func writeJSON(path string, value any) error {
+	data, err := json.MarshalIndent(value, "", " ")
 	if err != nil {
 		return err
 	}
