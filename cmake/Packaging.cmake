@@ -24,8 +24,8 @@ execute_process(COMMAND ${CMAKE_COMMAND} ${funclatency_version_args})
 add_custom_target(funclatency_version_header
   COMMAND ${CMAKE_COMMAND} ${funclatency_version_args}
   BYPRODUCTS ${funclatency_version_header} VERBATIM)
-add_dependencies(fl_cli funclatency_version_header)
-target_include_directories(fl_cli PRIVATE ${FUNCLATENCY_GENERATED_DIR})
+add_dependencies(fl_command_line funclatency_version_header)
+target_include_directories(fl_command_line PRIVATE ${FUNCLATENCY_GENERATED_DIR})
 
 # --- Install layout -----------------------------------------------------------
 # bin and lib/funclatency are fixed (not GNUInstallDirs' BINDIR/LIBDIR, which

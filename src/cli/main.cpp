@@ -7,7 +7,6 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <cstdarg>
@@ -20,6 +19,7 @@
 
 #include "agent/agent_config.h"
 #include "agent/program_follower.h"
+#include "cli/command_line.h"
 #include "cli/config.h"
 #include "cli/late_attacher.h"
 #include "cli/messages.h"
@@ -35,7 +35,6 @@
 #include "output/console_sink.h"
 #include "output/exporter_module.h"
 #include "output/json_sink.h"
-#include "output/otlp/otlp_cli_options.h"
 #include "output/otlp/otlp_module.h"
 #include "output/prometheus/prometheus_cli.h"
 #include "output/prometheus/prometheus_module.h"
@@ -52,26 +51,6 @@
 
 namespace funclatency {
 namespace {
-
-constexpr const char* kExamples = R"(
-Examples:
-  funclatency /usr/bin/myapp:handle_request       time one function, all processes
-  funclatency -p 1234 :handle_request              ... of the binary PID 1234 runs
-  funclatency -p 1234 c:malloc                     malloc in that process's libc
-  funclatency -p 1234 --wait-for-library myplugin:handle
-                                                   waits for 1234 to dlopen libmyplugin
-  funclatency -i 2 -m ./server:'ns::Db::query*'    every C++ overload, msec, every 2s
-  funclatency -r 'libssl:^SSL_(read|write)$'       regex over a library
-  funclatency --json -d 10 ./app:slow_op           JSON lines for 10 seconds
-  funclatency -l 'c:str*'                          list what a pattern matches
-  funclatency --follow /app/server:handle_request  in every container running /app/server,
-                                                   now and later; series by container
-  funclatency --config /etc/funclatency/agent.yaml node agent: targets and exporters from
-                                                   a file; SIGHUP reloads it
-
-Exit status: 0 success, 1 runtime failure, 2 bad usage or input
-(funclatency diff: 3 when --fail-if-slower fails).
-)";
 
 // libbpf's print callback takes no user pointer, so -v picks one of two
 // callbacks instead of setting a flag they would read: no state of ours.
@@ -583,35 +562,12 @@ int main(int argc, char** argv) {
     return exit_code(run_calibration());
   }
 
-  CLI::App app{
-      "funclatency: time every call of a function with eBPF uprobes, and print the\n"
-      "latency distribution as a log2 histogram with percentiles.",
-      "funclatency"};
-  app.footer(std::string(kOfflineHelp) + kExamples);
-  app.get_formatter()->column_width(34);
-  CommandLine values;
-  const bool config_file = std::any_of(argv + 1, argv + argc, [](const char* arg) {
-    return std::string_view(arg) == "--config" || std::string_view(arg).starts_with("--config=");
-  });
-  add_core_options(app, values, !config_file);
-  PrometheusCliValues prometheus_values;
-  add_prometheus_options(app, prometheus_values);
-  OtlpCliValues otlp_values;
-  add_otlp_options(app, otlp_values);
-  PrivilegeCliValues privilege_values;
-  add_privilege_options(app, privilege_values);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {  // --version (config.cpp)
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "funclatency: %s (see --help)\n", e.what());
-    return 2;
-  }
+  auto arguments = parse_command_line(argc, argv);
+  if (!arguments) return arguments.error();
+  CommandLine& values = arguments->core;
+  PrometheusCliValues& prometheus_values = arguments->prometheus;
+  OtlpCliValues& otlp_values = arguments->otlp;
+  const PrivilegeCliValues& privilege_values = arguments->privileges;
   std::optional<AgentConfig> agent;
   if (!values.config_file.empty()) {
     auto loaded = load_agent_config(values.config_file);

@@ -17,7 +17,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -160,12 +159,6 @@ Result<void> switch_user(const TargetUser& user, bool keep_capabilities) {
 }
 
 }  // namespace
-
-void add_privilege_options(CLI::App& app, PrivilegeCliValues& values) {
-  app.add_option("--user", values.user,
-                 "Once attached, run as this user (all capabilities are dropped either way)")
-      ->type_name("NAME");
-}
 
 Result<std::optional<TargetUser>> lookup_user(const PrivilegeCliValues& values) {
   if (values.user.empty()) return std::optional<TargetUser>();

@@ -18,17 +18,11 @@
 #include "common/error.h"
 #include "common/thread_capabilities.h"
 
-namespace CLI {
-class App;
-}
-
 namespace funclatency {
 
 struct PrivilegeCliValues {
   std::string user;  // --user NAME; empty: stay who we are
 };
-
-void add_privilege_options(CLI::App& app, PrivilegeCliValues& values);
 
 struct TargetUser {
   std::string name;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "model/json_record.h"
+#include "output/json_convert.h"
 
 namespace funclatency {
 namespace {

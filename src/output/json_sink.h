@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "model/sink.h"
@@ -43,12 +42,5 @@ class JsonSink : public Sink {
   std::FILE* out_;
   bool broken_ = false;
 };
-
-// Pure conversion, for tests and for the sink.
-nlohmann::json function_to_json(const Report& report, const FunctionReport& function);
-// One exemplar object, as in "exemplars" and in a slow_call line.
-nlohmann::json slow_call_to_json(const SlowCall& call);
-nlohmann::json slow_call_report_to_json(const SlowCallReport& slow);
-std::string format_rfc3339(std::chrono::system_clock::time_point time);
 
 }  // namespace funclatency

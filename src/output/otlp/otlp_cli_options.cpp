@@ -1,5 +1,7 @@
 #include "output/otlp/otlp_cli_options.h"
 
+#include <CLI/CLI.hpp>
+
 namespace funclatency {
 
 void add_otlp_options(CLI::App& app, OtlpCliValues& values) {

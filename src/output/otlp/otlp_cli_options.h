@@ -2,9 +2,11 @@
 // exporter (see otlp_module.h).
 #pragma once
 
-#include <CLI/CLI.hpp>
-
 #include "output/otlp/otlp_options.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace funclatency {
 

@@ -8,6 +8,7 @@
 #include <ranges>
 
 #include "output/console_sink.h"
+#include "output/json_convert.h"
 #include "output/json_sink.h"
 #include "output/sink_fanout.h"
 
