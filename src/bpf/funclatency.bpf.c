@@ -277,9 +277,23 @@ static __always_inline __u64 kernel_switches(void) {
   return task->nvcsw + task->nivcsw;
 }
 
+/* --cpu-split: the kernel's count of the thread's switches, read before the
+ * clock at entry and at exit. The thread can be switched out between a clock
+ * read and our own counts (a uprobe's program is preemptible): outside the
+ * call by our counts and inside it by the clock, that time would count as
+ * on-CPU (at entry), or inside it by our counts and outside it by the clock,
+ * as off-CPU time past the call's end (at exit). Read before the clock, the
+ * kernel's count misses such a switch and ours has it: the two differ, and
+ * the call's split is unknown rather than wrong. */
+static __always_inline __u64 switches_before_clock(void) {
+  return split_stride ? kernel_switches() : 0;
+}
+
 /* --cpu-split: notes the thread's switched-out totals as the call at
- * `depth` starts, and that a call is in flight. */
-static __always_inline void mark_switches(struct fl_shadow_stack* stack, __u32 depth) {
+ * `depth` starts, and that a call is in flight; `kernel_before` is
+ * switches_before_clock() read before the entry's clock. */
+static __always_inline void mark_switches(struct fl_shadow_stack* stack, __u32 depth,
+                                          __u64 kernel_before) {
   struct fl_switch_marks* marks = marks_at(stack, depth);
   if (!marks) return;
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
@@ -295,7 +309,7 @@ static __always_inline void mark_switches(struct fl_shadow_stack* stack, __u32 d
   marks->runnable_ns = thread->runnable_ns;
   marks->blocked_ns = thread->blocked_ns;
   marks->outs = thread->outs;
-  marks->kernel_switches = kernel_switches();
+  marks->kernel_switches = kernel_before;
 }
 
 /* A register of the probed context. The verifier takes only constant
@@ -333,10 +347,11 @@ int BPF_KPROBE(fl_entry) {
     return 0;
   }
   bool pushed;
+  const __u64 switches = switches_before_clock();
   __u32 depth = push_call(stack->frames, FL_MAX_DEPTH, stack->depth, fn_id, PT_REGS_SP(ctx),
                           c_argument(ctx), &pushed);
   stack->depth = depth;
-  if (split_stride && pushed) mark_switches(stack, depth);
+  if (split_stride && pushed) mark_switches(stack, depth, switches);
   return 0;
 }
 
@@ -638,7 +653,7 @@ static __always_inline __u64 value_of_call(__u64 arg, __u64 result) {
 }
 
 static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __u64 now,
-                                         __u32 exit_flags) {
+                                         __u64 switches, __u32 exit_flags) {
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
   struct fl_shadow_stack* stack =
       bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
@@ -666,8 +681,7 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
    * (the kernel counted more switch-outs than it saw, or the thread runs
    * while still marked out): the split of that call is unknown, its wall
    * time is still right. */
-  if (kernel_switches() - marks->kernel_switches != thread->outs - marks->outs ||
-      thread->out_since_ns) {
+  if (switches - marks->kernel_switches != thread->outs - marks->outs || thread->out_since_ns) {
     count_lost(fn_id, SPLIT_UNKNOWN);
     record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
     return 0;
@@ -683,9 +697,10 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
 /* Return probe: runs after `ret`, so the return address was popped. */
 SEC("uretprobe")
 int BPF_KRETPROBE(fl_return) {
+  const __u64 switches = switches_before_clock();
   __u64 now = bpf_ktime_get_ns();
   if (filtered_out()) return 0;
-  return complete_call(ctx, PT_REGS_SP(ctx) - 8, now, 0);
+  return complete_call(ctx, PT_REGS_SP(ctx) - 8, now, switches, 0);
 }
 
 /* Probe on a `ret` instruction of the function: runs before it, with the
@@ -694,9 +709,10 @@ int BPF_KRETPROBE(fl_return) {
  * has no frame info for). */
 SEC("uprobe")
 int BPF_KPROBE(fl_exit) {
+  const __u64 switches = switches_before_clock();
   __u64 now = bpf_ktime_get_ns();
   if (filtered_out()) return 0;
-  return complete_call(ctx, PT_REGS_SP(ctx), now, FL_SLOW_AT_RET);
+  return complete_call(ctx, PT_REGS_SP(ctx), now, switches, FL_SLOW_AT_RET);
 }
 
 /* A thread that ends with traced calls in flight (pthread_exit or exit
