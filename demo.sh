@@ -17,7 +17,6 @@ fi
 # ./scripts/test, which configures this same tree again (adding FUNCLATENCY_FUZZ)
 # and builds the rest without rebuilding what the demo built.
 scripts/setup build
-source scripts/generator
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # Only what the demo runs: funclatency and target-app (CMakeLists.txt).
 cmake --build build --target demo -j"$(nproc)"
