@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # funclatency demo: installs what the build needs, builds, and prints a latency
-# histogram every 2 seconds until Ctrl-C.
+# histogram every second until Ctrl-C.
 #
 #   ./demo.sh                   time slow_op() of the bundled target-app
 #   SYM=fast_op ./demo.sh       time another function of target-app (fast_op, cet_op)
@@ -22,7 +22,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build --target demo -j"$(nproc)"
 
 if (($# == 2)); then
-  exec build/funclatency -i 2 "$1:$2"
+  exec build/funclatency -i 1 "$1:$2"
 fi
 
 build/target-app >/dev/null &
@@ -30,4 +30,4 @@ target_pid=$!
 # Whatever ends the demo (Ctrl-C, an error), the target-app goes with it.
 trap 'kill "$target_pid" 2>/dev/null || true; wait "$target_pid" 2>/dev/null || true' EXIT
 
-build/funclatency -i 2 "build/target-app:${SYM:-slow_op}" -p "$target_pid"
+build/funclatency -i 1 "build/target-app:${SYM:-slow_op}" -p "$target_pid"
