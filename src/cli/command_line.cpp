@@ -1,3 +1,4 @@
+// Why: see command_line.h.
 #include "cli/command_line.h"
 
 #include <CLI/CLI.hpp>

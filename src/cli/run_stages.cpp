@@ -30,12 +30,17 @@ ResolveOptions resolve_options(const Config& config) {
   return options;
 }
 
+namespace {
+
+// What the run asks of each function (--cpu-split, --by retval/argN).
 CodeOptions code_options(const Config& config) {
   return {.cpu_split = config.cpu_split,
           .value_source = config.value_series.source,
           .value_index = config.value_series.index,
           .value_rule = config.value_series.rule};
 }
+
+}  // namespace
 
 Result<void> refuse_options_code_lacks(const Config& config, std::span<const ProbeSite> sites) {
   const CodeOptions options = code_options(config);

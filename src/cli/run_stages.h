@@ -39,8 +39,6 @@ struct PlannedTargets {
 Result<std::vector<TargetSpec>> parse_targets(const Config& config);
 ResolveOptions resolve_options(const Config& config);
 
-// What the run asks of each function (--cpu-split, --by retval/argN).
-CodeOptions code_options(const Config& config);
 // The run is refused when an option is not defined for a TARGET's code
 // (--cpu-split for Go, --by arg6 for C), naming the first such function.
 Result<void> refuse_options_code_lacks(const Config& config, std::span<const ProbeSite> sites);
