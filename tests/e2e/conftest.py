@@ -116,19 +116,44 @@ def built(path: Path, target: str = None) -> Path:
 
 
 @pytest.fixture(scope="session")
+def worker_copy():
+    """worker_copy(path): `path` when the tests run one at a time; under
+    pytest-xdist (-n N, as ./scripts/test runs them), this worker's own copy of
+    that self-contained program, same file name, other inode. Uprobes belong
+    to a file, so a test tracing it system-wide would count the calls of
+    another worker's processes running the same file; with a copy per worker
+    it counts only its own. The copies live in a directory every user may
+    read (the privilege tests run the tool as nobody), removed at the end."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield lambda path: path
+        return
+    directory = Path(tempfile.mkdtemp(prefix=f"funclatency-{os.environ['PYTEST_XDIST_WORKER']}-"))
+    directory.chmod(0o755)
+
+    def copy(path: Path) -> Path:
+        own = directory / path.name
+        if not own.exists():
+            shutil.copy2(path, own)
+        return own
+
+    yield copy
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
 def tool() -> Path:
     return built(build_dir() / "funclatency")
 
 
 @pytest.fixture(scope="session")
-def target_app() -> Path:
-    return built(build_dir() / "target-app")
+def target_app(worker_copy) -> Path:
+    return worker_copy(built(build_dir() / "target-app"))
 
 
 @pytest.fixture(scope="session")
-def workload():
+def workload(worker_copy):
     """workload("threads") -> path of tests/programs/workload-threads."""
-    return lambda name: built(build_dir() / "tests" / "programs" / f"workload-{name}")
+    return lambda name: worker_copy(built(build_dir() / "tests" / "programs" / f"workload-{name}"))
 
 
 # --- Processes ----------------------------------------------------------------

@@ -101,8 +101,8 @@ def test_raw_values_over_max_series_fold_into_other(procs, tool, workload, mode)
 
 
 @pytest.fixture(scope="session")
-def go_workload():
-    return built(build_dir() / "tests" / "programs" / "go-workload", "go-programs")
+def go_workload(worker_copy):
+    return worker_copy(built(build_dir() / "tests" / "programs" / "go-workload", "go-programs"))
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -42,10 +42,10 @@ GO_RUNTIME_TROUBLE = re.compile(r"^(runtime:|fatal error)|unexpected return pc|^
 
 
 @pytest.fixture(scope="session")
-def go_program():
+def go_program(worker_copy):
     """go_program("go-workload") -> its path (target go-programs, which CMake
     skips when it finds no go: scripts/setup installs golang-go)."""
-    return lambda name: built(build_dir() / "tests" / "programs" / name, "go-programs")
+    return lambda name: worker_copy(built(build_dir() / "tests" / "programs" / name, "go-programs"))
 
 
 # --- What the program itself must show, traced or not -------------------------

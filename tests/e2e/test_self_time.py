@@ -111,8 +111,8 @@ GO_GOROUTINES, GO_ROUNDS = 6, 10
 
 
 @pytest.fixture(scope="session")
-def go_workload():
-    return built(build_dir() / "tests" / "programs" / "go-workload", "go-programs")
+def go_workload(worker_copy):
+    return worker_copy(built(build_dir() / "tests" / "programs" / "go-workload", "go-programs"))
 
 
 @pytest.mark.parametrize("mode", ["events", "kernel"])

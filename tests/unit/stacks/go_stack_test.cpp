@@ -111,13 +111,6 @@ bool copy_stack(pid_t tid, Stopped& stopped) {
   return copied > 0;
 }
 
-int index_of(const std::vector<StackFrame>& frames, const std::string& symbol) {
-  for (size_t i = 0; i < frames.size(); ++i) {
-    if (frames[i].symbol == symbol) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 class GoStackTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoStackTest, FramePointersNameTheCallersOfAGoFunction) {

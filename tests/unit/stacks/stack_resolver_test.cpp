@@ -91,18 +91,6 @@ std::vector<std::string> symbols_of(const std::vector<StackFrame>& frames) {
   return symbols;
 }
 
-// The index of the first frame named `symbol` (or starting with it, for
-// gtest's long names), or -1.
-int index_of(const std::vector<StackFrame>& frames, const std::string& symbol,
-             bool prefix = false) {
-  for (size_t i = 0; i < frames.size(); ++i) {
-    if (prefix ? frames[i].symbol.starts_with(symbol) : frames[i].symbol == symbol) {
-      return static_cast<int>(i);
-    }
-  }
-  return -1;
-}
-
 // Frames named `chain` at the top, in order, in this executable, then the
 // capture_* helper here, this test's body, and main (when the copy reaches it).
 void expect_chain(const std::vector<StackFrame>& frames, const std::vector<std::string>& chain,

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "file_bytes.h"
 #include "symbols/elf_file.h"
 #include "symbols/elf_symbol_resolver.h"
 
@@ -33,10 +34,7 @@ std::string mapped_library(const std::string& fragment) {
   return {};
 }
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using testing::read_bytes;
 
 bool same_symbol(const ElfSymbol& a, const ElfSymbol& b) {
   return a.name == b.name && a.address == b.address && a.size == b.size && a.binding == b.binding &&

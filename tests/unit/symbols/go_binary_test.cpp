@@ -150,7 +150,7 @@ std::string error_of(const Result<std::vector<GoFunction>>& result) {
   return result ? std::string("no error") : result.error().message();
 }
 
-class GoPclntabFormatTest : public testing::TestWithParam<Format> {};
+class GoPclntabFormatTest : public ::testing::TestWithParam<Format> {};
 
 TEST_P(GoPclntabFormatTest, ListsNamesAddressesAndSizes) {
   const SyntheticTable table = build_pclntab(GetParam(), kFunctions, kTextEnd);
@@ -280,13 +280,13 @@ TEST_P(GoPclntabFormatTest, RandomCorruptionNeverCrashes) {
   }
 }
 
-std::string format_name(const testing::TestParamInfo<Format>& info) {
+std::string format_name(const ::testing::TestParamInfo<Format>& info) {
   static constexpr const char* kNames[] = {"Go116", "Go118", "Go120"};
   return kNames[static_cast<size_t>(info.param)];
 }
 
 INSTANTIATE_TEST_SUITE_P(GoFormats, GoPclntabFormatTest,
-                         testing::Values(Format::kGo116, Format::kGo118, Format::kGo120),
+                         ::testing::Values(Format::kGo116, Format::kGo118, Format::kGo120),
                          format_name);
 
 // ---- buildinfo ----
@@ -533,7 +533,7 @@ TEST(GoBinaryTest, PieFixturesMatchTheirSymbols) {
 }
 
 // The stripped fixture's .gopclntab bytes, corrupted in place.
-class GoFixtureTableTest : public testing::Test {
+class GoFixtureTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
     SKIP_WITHOUT_GO();

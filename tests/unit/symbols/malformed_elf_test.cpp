@@ -10,15 +10,13 @@
 #include <iterator>
 #include <random>
 
+#include "file_bytes.h"
 #include "symbols/elf_file.h"
 
 namespace funclatency {
 namespace {
 
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
+using testing::read_bytes;
 
 // Parses and, when it succeeds, uses everything the resolver uses.
 void expect_no_crash(const std::vector<uint8_t>& image, const std::string& what) {

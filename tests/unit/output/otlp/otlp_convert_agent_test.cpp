@@ -29,9 +29,7 @@ ExportContext context() {
   return {.host_name = "box1", .tool_version = "9.8.7"};
 }
 
-uint64_t nanos(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
+using testing::nanos;
 
 TEST(OtlpConvertAgent, SelfMetricsAreSumsAndGauges) {
   const Report report = agent_report();

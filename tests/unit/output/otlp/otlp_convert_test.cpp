@@ -16,8 +16,8 @@ namespace {
 namespace metrics_pb = opentelemetry::proto::metrics::v1;
 namespace common_pb = opentelemetry::proto::common::v1;
 
-constexpr int kRows = LatencyHistogram::kLog2Rows;
 using testing::attributes_of;
+using testing::kRows;
 using testing::sample_report;
 
 const metrics_pb::Metric* find_metric(const otlp_pb::ExportMetricsServiceRequest& request,
@@ -35,9 +35,7 @@ ExportContext test_context() {
           .tool_version = "9.8.7"};
 }
 
-uint64_t nanos(std::chrono::system_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-}
+using testing::nanos;
 
 TEST(OtlpConvert, ExplicitHistogramBucketsAreTheConsoleRows) {
   auto report = sample_report();

@@ -2,16 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "otlp_test_reports.h"
+
 namespace funclatency {
 namespace {
 
 using namespace std::chrono_literals;
 
-OtlpOptions resolve_ok(const EnvironmentMap& env, const OtlpCliValues& cli = {.enabled = true}) {
-  auto options = resolve_otlp_options(env, cli);
-  EXPECT_TRUE(options.has_value()) << (options ? "" : options.error().message());
-  return options.value_or(OtlpOptions{});
-}
+using testing::resolve_ok;
 
 Error resolve_error(const EnvironmentMap& env, const OtlpCliValues& cli = {.enabled = true}) {
   auto options = resolve_otlp_options(env, cli);

@@ -22,7 +22,7 @@ using testing::sample_report;
 namespace metrics_pb = opentelemetry::proto::metrics::v1;
 namespace common_pb = opentelemetry::proto::common::v1;
 
-constexpr int kRows = LatencyHistogram::kLog2Rows;
+using testing::kRows;
 using Clock = std::chrono::steady_clock;
 
 class LogCapture {

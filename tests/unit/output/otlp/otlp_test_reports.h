@@ -2,6 +2,8 @@
 // OTLP tests.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <initializer_list>
 #include <map>
@@ -9,8 +11,24 @@
 
 #include "model/report.h"
 #include "opentelemetry/proto/common/v1/common.pb.h"
+#include "output/otlp/otlp_options.h"
 
 namespace funclatency::testing {
+
+// A histogram's rows, as the explicit buckets carry them.
+inline constexpr int kRows = LatencyHistogram::kLog2Rows;
+
+// The options `env` and `cli` resolve to; a test failure when they are refused.
+inline OtlpOptions resolve_ok(const EnvironmentMap& env,
+                              const OtlpCliValues& cli = {.enabled = true}) {
+  auto options = resolve_otlp_options(env, cli);
+  EXPECT_TRUE(options.has_value()) << (options ? "" : options.error().message());
+  return options.value_or(OtlpOptions{});
+}
+
+inline uint64_t nanos(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
 
 inline LatencyHistogram histogram_of(std::initializer_list<uint64_t> durations_ns,
                                      uint64_t unit_ns = 1000) {

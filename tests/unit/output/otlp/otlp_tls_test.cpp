@@ -4,16 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include "otlp_test_reports.h"
 #include "output/otlp/otlp_options.h"
 
 namespace funclatency {
 namespace {
 
-OtlpOptions resolve_ok(const EnvironmentMap& env, OtlpCliValues cli = {.enabled = true}) {
-  auto options = resolve_otlp_options(env, cli);
-  EXPECT_TRUE(options.has_value()) << (options ? "" : options.error().message());
-  return options.value_or(OtlpOptions{});
-}
+using testing::resolve_ok;
 
 TEST(OtlpTls, TheSchemeDecidesForHttp) {
   EXPECT_FALSE(resolve_ok({}).tls.enabled);

@@ -16,12 +16,7 @@ namespace {
 using testing::agent_report;
 using testing::check_openmetrics;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 bool has_line(const std::string& text, const std::string& line) {
   return std::ranges::count(lines_of(text), line) == 1;

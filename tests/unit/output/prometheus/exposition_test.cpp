@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "openmetrics_check.h"
 #include "output/sink_fanout.h"
 
 namespace funclatency {
@@ -22,12 +23,7 @@ FunctionReport function_with(std::string symbol, std::initializer_list<uint64_t>
   return function;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 std::vector<std::string> lines_starting_with(const std::string& text, std::string_view prefix) {
   std::vector<std::string> found;

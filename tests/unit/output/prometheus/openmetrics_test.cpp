@@ -18,8 +18,8 @@ using testing::check_openmetrics;
 
 const auto kEpoch = std::chrono::system_clock::time_point(1'700'000'000s);
 
-FunctionReport function_with(std::string symbol, std::initializer_list<uint64_t> durations_ns,
-                             uint64_t unit_ns = 1000) {
+FunctionReport total_only_function(std::string symbol, std::initializer_list<uint64_t> durations_ns,
+                                   uint64_t unit_ns = 1000) {
   FunctionReport function;
   function.symbol = std::move(symbol);
   function.binary = "/usr/bin/target-app";
@@ -45,12 +45,7 @@ SlowCall slow_call(uint64_t duration_ns, int tid, std::chrono::system_clock::tim
   return call;
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream stream(text);
-  for (std::string line; std::getline(stream, line);) lines.push_back(line);
-  return lines;
-}
+using testing::lines_of;
 
 std::vector<std::string> lines_with(const std::string& text, std::string_view part) {
   std::vector<std::string> found;
@@ -74,8 +69,8 @@ TEST(ExpositionExemplars, EachOnTheSmallestBucketThatHoldsIt) {
   // 0.008 still: le is inclusive, although the histogram, whose rows include
   // their lower edge, counts that call in the next bucket), 12.3 ms and 9 ms
   // (le 16.384), 2 hours (past the last finite edge: +Inf).
-  report.functions.push_back(
-      function_with("slow_op", {0, 1500, 5000, 8000, 9'000'000, 12'300'000, 7'200'000'000'000}));
+  report.functions.push_back(total_only_function(
+      "slow_op", {0, 1500, 5000, 8000, 9'000'000, 12'300'000, 7'200'000'000'000}));
   report.functions[0].total_slowest = {slow_call(7'200'000'000'000, 7, kEpoch + 9s),
                                        slow_call(12'300'000, 6, kEpoch + 8s),
                                        slow_call(9'000'000, 5, kEpoch + 7s),
@@ -101,14 +96,14 @@ TEST(ExpositionExemplars, EachOnTheSmallestBucketThatHoldsIt) {
 
 TEST(ExpositionExemplars, TextFormatIsAsWithoutThem) {
   Report report;
-  report.functions.push_back(function_with("slow_op", {5000, 12'300'000}));
+  report.functions.push_back(total_only_function("slow_op", {5000, 12'300'000}));
   std::string before = render_exposition(report, ExpositionFormat::kPrometheusText, "ebpf");
   report.functions[0].total_slowest = {slow_call(12'300'000, 6, kEpoch)};
   EXPECT_EQ(render_exposition(report, ExpositionFormat::kPrometheusText, "ebpf"), before);
   // Nor on any other family in OpenMetrics: latency buckets only.
   report.functions[0].total_split =
-      CpuSplit{function_with("", {5000, 12'300'000}).total, function_with("", {0, 0}).total,
-               function_with("", {0, 0}).total};
+      CpuSplit{total_only_function("", {5000, 12'300'000}).total,
+               total_only_function("", {0, 0}).total, total_only_function("", {0, 0}).total};
   std::string open_metrics = render_exposition(report, ExpositionFormat::kOpenMetrics, "ebpf");
   auto with_exemplars = lines_with(open_metrics, " # {");
   ASSERT_EQ(with_exemplars.size(), 1u) << open_metrics;
@@ -119,7 +114,7 @@ TEST(ExpositionExemplars, TextFormatIsAsWithoutThem) {
 TEST(ExpositionExemplars, InTheRunsSlowestFromTheTotals) {
   // The exposition is cumulative: the interval's slow calls are not used.
   Report report;
-  report.functions.push_back(function_with("slow_op", {12'300'000}));
+  report.functions.push_back(total_only_function("slow_op", {12'300'000}));
   report.functions[0].interval_slowest = {slow_call(12'300'000, 6, kEpoch)};
   EXPECT_TRUE(lines_with(render_exposition(report, ExpositionFormat::kOpenMetrics, "ebpf"), " # {")
                   .empty());
@@ -127,9 +122,9 @@ TEST(ExpositionExemplars, InTheRunsSlowestFromTheTotals) {
 
 TEST(ExpositionExemplars, FunctionsMergedIntoOneSeriesShareTheirSlowCalls) {
   Report report;
-  report.functions.push_back(function_with("helper", {3000}));
+  report.functions.push_back(total_only_function("helper", {3000}));
   report.functions[0].total_slowest = {slow_call(3000, 1, kEpoch)};
-  report.functions.push_back(function_with("helper", {3500}));
+  report.functions.push_back(total_only_function("helper", {3500}));
   report.functions[1].total_slowest = {slow_call(3500, 2, kEpoch + 1s)};
   auto snapshot = snapshot_of(report);
   ASSERT_EQ(snapshot.functions.size(), 1u);
@@ -192,18 +187,18 @@ TEST(ExpositionExemplars, TimesBeforeTheEpochAreZero) {
 // exemplars with odd names, units.
 Report varied_report(uint64_t unit_ns) {
   Report report;
-  report.functions.push_back(function_with("slow_op", {0, 999, 5000, 12'300'000}, unit_ns));
+  report.functions.push_back(total_only_function("slow_op", {0, 999, 5000, 12'300'000}, unit_ns));
   report.functions[0].series = {.pid = 1234, .comm = "we\"ird\\\n\xE5"};
   report.functions[0].total_slowest = {slow_call(12'300'000, 5, kEpoch, "ns::f<\"x\">(char\\)"),
                                        slow_call(5000, 6, kEpoch, std::string(300, 'y')),
                                        slow_call(999, 7, kEpoch, "bad\xFF")};
   report.functions[0].total_lost = {.unreturned = 2, .depth = 1};
-  CpuSplit split{function_with("", {0, 999, 2000, 300}, unit_ns).total,
-                 function_with("", {0, 0, 3000, 0}, unit_ns).total,
-                 function_with("", {0, 0, 0, 12'000'000}, unit_ns).total};
+  CpuSplit split{total_only_function("", {0, 999, 2000, 300}, unit_ns).total,
+                 total_only_function("", {0, 0, 3000, 0}, unit_ns).total,
+                 total_only_function("", {0, 0, 0, 12'000'000}, unit_ns).total};
   report.functions[0].total_split = split;
-  report.functions.push_back(function_with("idle", {}, unit_ns));
-  report.functions.push_back(function_with("other", {7}, unit_ns));
+  report.functions.push_back(total_only_function("idle", {}, unit_ns));
+  report.functions.push_back(total_only_function("other", {7}, unit_ns));
   report.functions.back().series.other = true;
   report.functions.back().total_slowest = {slow_call(7, 9, kEpoch)};
   report.ringbuf_dropped_total = 3;
