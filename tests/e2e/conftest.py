@@ -35,6 +35,9 @@ EXIT_TIMEOUT = 10.0  # seconds for a process to exit once asked to
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "bpf: needs permission to load BPF and attach uprobes")
+    config.addinivalue_line(
+        "markers", "alone: holds a program's own clocks to bounds that other tests' load on "
+        "the CPUs can break; ./scripts/test runs these after the parallel run, one at a time")
 
 
 def build_dir() -> Path:

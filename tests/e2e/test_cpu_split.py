@@ -8,7 +8,9 @@ import pytest
 
 from conftest import rows_from_json, totals_by_symbol, trace_workload, usec_row
 
-pytestmark = pytest.mark.bpf
+# alone: under the parallel run (./scripts/test) one call's runnable time once
+# came out below the bound its own clocks give (session 11); run by itself.
+pytestmark = [pytest.mark.bpf, pytest.mark.alone]
 MODES = ["events", "kernel"]
 CALLS = 30
 # Interrupts handled while the workload burns count in neither its CPU clock
