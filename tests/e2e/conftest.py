@@ -13,7 +13,6 @@ import ctypes
 import json
 import math
 import os
-import queue
 import re
 import shutil
 import signal
@@ -157,6 +156,19 @@ def target_app(worker_copy) -> Path:
 def workload(worker_copy):
     """workload("threads") -> path of tests/programs/workload-threads."""
     return lambda name: worker_copy(built(build_dir() / "tests" / "programs" / f"workload-{name}"))
+
+
+@pytest.fixture(scope="session")
+def go_program(worker_copy):
+    """go_program("go-workload") -> its path (target go-programs, which CMake
+    skips when it finds no go: scripts/setup installs golang-go)."""
+    return lambda name: worker_copy(built(build_dir() / "tests" / "programs" / name, "go-programs"))
+
+
+@pytest.fixture(scope="session")
+def go_workload(go_program) -> Path:
+    """tests/programs/go-workload: the Go scenarios with their own truth."""
+    return go_program("go-workload")
 
 
 # --- Processes ----------------------------------------------------------------

@@ -7,7 +7,6 @@ receiver with their labels, and --max-series still folds the rest into
 `other` without losing a call."""
 
 import os
-import signal
 
 import pytest
 
@@ -98,11 +97,6 @@ def test_raw_values_over_max_series_fold_into_other(procs, tool, workload, mode)
     (other,) = [r for r in totals if r.get("series") == "other"]
     assert other["count"] == CALLS - sum(r["count"] for r in totals if "arg" in r)
     assert max(r.get("series_folded", 0) for r in records) == 25
-
-
-@pytest.fixture(scope="session")
-def go_workload(worker_copy):
-    return worker_copy(built(build_dir() / "tests" / "programs" / "go-workload", "go-programs"))
 
 
 @pytest.mark.parametrize("mode", MODES)

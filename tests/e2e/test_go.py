@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (EXIT_TIMEOUT, build_dir, built, free_port, parse_json_records, record_problems,
-                      run_tool, totals_by_symbol, wait_until)
+from conftest import (EXIT_TIMEOUT, free_port, parse_json_records, record_problems, run_tool,
+                      totals_by_symbol, wait_until)
 
 MODES = ["events", "kernel"]
 VARIANTS = ["go-workload", "go-workload-stripped"]
@@ -39,13 +39,6 @@ SERVE = "net/http.(*conn).serve"
 # not know (a uretprobe trampoline) or when it dies.
 GO_RUNTIME_TROUBLE = re.compile(r"^(runtime:|fatal error)|unexpected return pc|^panic:|"
                                 r"^goroutine \d+ \[", re.MULTILINE)
-
-
-@pytest.fixture(scope="session")
-def go_program(worker_copy):
-    """go_program("go-workload") -> its path (target go-programs, which CMake
-    skips when it finds no go: scripts/setup installs golang-go)."""
-    return lambda name: worker_copy(built(build_dir() / "tests" / "programs" / name, "go-programs"))
 
 
 # --- What the program itself must show, traced or not -------------------------

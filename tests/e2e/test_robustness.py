@@ -256,8 +256,7 @@ def test_closed_stdout_exits_within_a_second_detached(tool, target_app, running_
 # --- Other tracers on the same function -------------------------------------------------
 
 
-def test_two_instances_and_libbpf_tools_count_the_same(procs, tool, private_app):
-    target_app = private_app  # the peer traces system-wide: only this test may run this file
+def test_two_instances_and_libbpf_tools_count_the_same(procs, tool, target_app):
     if shutil.which(LIBBPF_TOOLS_FUNCLATENCY) is None:
         pytest.fail(f"{LIBBPF_TOOLS_FUNCLATENCY} missing: scripts/setup installs libbpf-tools")
     calls = 400

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from conftest import build_dir, built, rows_from_json, totals_by_symbol, trace_workload, usec_row
+from conftest import rows_from_json, trace_workload, usec_row
 
 pytestmark = pytest.mark.bpf
 CALLS = 12
@@ -108,11 +108,6 @@ def test_without_self_no_self_histogram(procs, tool, workload):
 
 GO_RETURNING = ["main.selfParent", "main.selfLeafA", "main.selfLeafB", "main.selfRecurse"]
 GO_GOROUTINES, GO_ROUNDS = 6, 10
-
-
-@pytest.fixture(scope="session")
-def go_workload(worker_copy):
-    return worker_copy(built(build_dir() / "tests" / "programs" / "go-workload", "go-programs"))
 
 
 @pytest.mark.parametrize("mode", ["events", "kernel"])

@@ -1,5 +1,5 @@
-// Synthetic reports with known durations, and decoding helpers, for the
-// OTLP tests.
+// Synthetic reports with known durations, decoding helpers, and the options
+// resolution the options and TLS tests share, for the OTLP tests.
 #pragma once
 
 #include <gtest/gtest.h>
