@@ -39,6 +39,24 @@ def pytest_configure(config):
         "the CPUs can break; ./scripts/test runs these after the parallel run, one at a time")
 
 
+# The files that take longest (seconds of a run on this kind of machine, 2
+# CPUs), collected first: with a worker per CPU (scripts/test, --dist
+# loadfile) a long file handed out last would end the run alone.
+LONGEST_FILES = ("test_report_diff.py",  # ~55 s
+                 "test_agent_metrics.py", "test_follow.py", "test_robustness.py",  # ~30 s each
+                 "test_prometheus.py", "test_report_browser.py", "test_prometheus_hostile.py")
+# Collected last: its cpack builds the tree, so it waits for ./scripts/test's
+# build of the unit tests and fuzzers beside the tests (test_package.py).
+LAST_FILES = ("test_package.py",)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Longest files first, then the rest in pytest's order, then LAST_FILES."""
+    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+    rank.update({name: len(LONGEST_FILES) + 1 + i for i, name in enumerate(LAST_FILES)})
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FILES)))
+
+
 def build_dir() -> Path:
     return Path(os.environ.get("FUNCLATENCY_BUILD_DIR", DEFAULT_BUILD_DIR)).resolve()
 

@@ -1,6 +1,6 @@
 """`funclatency diff` on real runs of target-app. Identical settings: slow_op
-(sleeps) shows "no significant change" in at least 18 of 20 repeated pairs,
-and for the CPU-bound fast_op and cet_op every "slower" or "faster" follows
+(sleeps) shows "no significant change" in at least 18 of 20 repeated pairs
+(the two runs of a pair side by side, as two jobs of one CI machine), and for the CPU-bound fast_op and cet_op every "slower" or "faster" follows
 the program's own clock (this VM runs a whole run of them up to ~35% slower
 now and then, which target-app's --truth sees too); a pair judged unchanged
 passes --fail-if-slower 20. In the same test, a run whose slow_op really is
@@ -25,18 +25,31 @@ INTERVAL = "0.2"  # ~8 intervals per run: the test's noise scale
 PAIRS = 20
 
 
+def record_runs(procs, tool, target_app, runs):
+    """Runs target-app once per (out, seed, extra, calls) in `runs`, side by
+    side, each from start to exit under its own `funclatency --json -i` with
+    -p (only its process: others may run target-app too); writes each run's
+    JSON lines to its `out`; returns [(out, target-app's own truth)]."""
+    started = []
+    for out, seed, extra, calls in runs:
+        work = procs.start_workload(target_app, ["--calls", calls, "--seed", seed, *extra])
+        traced = procs.start_tool(tool, ["--json", "-i", INTERVAL, "-p", work.pid,
+                                         *[f"{target_app}:{s}" for s in SYMBOLS]])
+        started.append((out, work, traced))
+    for _, work, _ in started:
+        work.start()
+    recorded = []
+    for out, work, traced in started:
+        truth = work.finish()
+        assert traced.wait(EXIT_TIMEOUT) == 0, traced.describe()
+        out.write_text(traced.text("stdout") + "\n")
+        recorded.append((out, truth))
+    return recorded
+
+
 def record_run(procs, tool, target_app, out, seed, extra=(), calls=CALLS):
-    """Runs target-app from start to exit under `funclatency --json -i` with -p
-    (only this process: others may run target-app too); writes the JSON lines
-    to `out`; returns its path and target-app's own truth."""
-    work = procs.start_workload(target_app, ["--calls", calls, "--seed", seed, *extra])
-    traced = procs.start_tool(tool, ["--json", "-i", INTERVAL, "-p", work.pid,
-                                     *[f"{target_app}:{s}" for s in SYMBOLS]])
-    work.start()
-    truth = work.finish()
-    assert traced.wait(EXIT_TIMEOUT) == 0, traced.describe()
-    out.write_text(traced.text("stdout") + "\n")
-    return out, truth
+    """One run of record_runs: (out, target-app's own truth)."""
+    return record_runs(procs, tool, target_app, [(out, seed, extra, calls)])[0]
 
 
 def own_mean_ns(truth):
@@ -73,10 +86,10 @@ def test_identical_settings_change_nothing_the_programs_own_clock_does_not(procs
     seen = []
     for pair in range(PAIRS):
         # Same settings; each run draws its own sleeps (seed), as two runs of a build would.
-        base, base_truth = record_run(procs, tool, target_app, tmp_path / f"base{pair}.ndjson",
-                                      2 * pair + 1)
-        new, new_truth = record_run(procs, tool, target_app, tmp_path / f"new{pair}.ndjson",
-                                    2 * pair + 2)
+        # The two run side by side, as two CI jobs on one machine: the same load for both.
+        (base, base_truth), (new, new_truth) = record_runs(
+            procs, tool, target_app, [(tmp_path / f"base{pair}.ndjson", 2 * pair + 1, (), CALLS),
+                                      (tmp_path / f"new{pair}.ndjson", 2 * pair + 2, (), CALLS)])
         code, functions = diff(tool, base, new, "--fail-if-slower", "20")
         assert set(functions) == set(SYMBOLS), functions.keys()
         before, after = own_mean_ns(base_truth), own_mean_ns(new_truth)
@@ -107,10 +120,10 @@ def test_identical_settings_change_nothing_the_programs_own_clock_does_not(procs
 
 @pytest.mark.bpf
 def test_slow_op_shifted_1_5x_is_slower_and_fails_the_gate(procs, tool, target_app, tmp_path):
-    base, base_truth = record_run(procs, tool, target_app, tmp_path / "base.ndjson", 11)
-    same, same_truth = record_run(procs, tool, target_app, tmp_path / "same.ndjson", 12)
-    slower, slower_truth = record_run(procs, tool, target_app, tmp_path / "slower.ndjson", 13,
-                                      ["--slow-scale", "1.5"])
+    (base, base_truth), (same, same_truth), (slower, slower_truth) = record_runs(
+        procs, tool, target_app, [(tmp_path / "base.ndjson", 11, (), CALLS),
+                                  (tmp_path / "same.ndjson", 12, (), CALLS),
+                                  (tmp_path / "slower.ndjson", 13, ["--slow-scale", "1.5"], CALLS)])
     code, functions = diff(tool, base, slower)
     slow = functions["slow_op"]
     assert code == 0
@@ -149,9 +162,14 @@ def test_several_runs_per_side_in_one_file(procs, tool, target_app, tmp_path):
     """README: each side may be several runs, their JSON lines in one file;
     the diff pools their calls and intervals."""
     files, own = {}, {}
-    for side, seeds in (("base", (21, 22, 23)), ("new", (24, 25, 26))):
-        runs = [record_run(procs, tool, target_app, tmp_path / f"{side}{seed}.ndjson", seed)
-                for seed in seeds]
+    recorded = {"base": [], "new": []}
+    for base_seed, new_seed in ((21, 24), (22, 25), (23, 26)):  # a base and a new side by side
+        base, new = record_runs(procs, tool, target_app,
+                                [(tmp_path / f"base{base_seed}.ndjson", base_seed, (), CALLS),
+                                 (tmp_path / f"new{new_seed}.ndjson", new_seed, (), CALLS)])
+        recorded["base"].append(base)
+        recorded["new"].append(new)
+    for side, runs in recorded.items():
         files[side] = tmp_path / f"{side}.ndjson"
         files[side].write_text("".join(out.read_text() for out, _ in runs))
         own[side] = {s: sum(t.function(s)["undisturbed_sum_ns"] for _, t in runs) /
