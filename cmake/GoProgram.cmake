@@ -2,11 +2,14 @@
 # fixtures of tests/unit/symbols and tests/unit/stacks, bench/go_hot_target),
 # built with the system's Go toolchain (Debian's golang-go), offline.
 #
-# All of them share one build cache in the build tree, and build one after the
-# other: the first compiles the standard library for its settings (~11 s of
-# CPU with CGO_ENABLED=0, ~10 s more for -buildmode=pie) and the rest reuse it
-# (under a second each). Each in a cache of its own, side by side, they took
-# 71 s of the build's CPU (README, "Two commands").
+# Go 1.19 ships its standard library compiled for the default settings; a
+# build with other settings compiles it again: -trimpath or CGO_ENABLED=0 took
+# ~11 s of CPU, -buildmode=pie ~10 s. So the programs build with the defaults
+# (none of them imports a package that uses cgo, so they are static binaries
+# all the same), except the PIE fixtures, and all share one build cache in
+# the build tree and build one after the other, the second PIE reusing the
+# first's library. Each with its own cache and settings, side by side, they
+# took 71 s of the build's CPU; now ~15 (README, "Two commands").
 #
 #   funclatency_go_build(<target> OUTPUT <file> SOURCE_DIR <dir> [ALL]
 #                        [ARGS arg...] [ENV VAR=value...] [DEPENDS file...])
