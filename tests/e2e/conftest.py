@@ -45,16 +45,12 @@ def pytest_configure(config):
 LONGEST_FILES = ("test_report_diff.py",  # ~55 s
                  "test_agent_metrics.py", "test_follow.py", "test_robustness.py",  # ~30 s each
                  "test_prometheus.py", "test_report_browser.py", "test_prometheus_hostile.py")
-# Collected last: its cpack builds the tree, so it waits for ./scripts/test's
-# build of the unit tests and fuzzers beside the tests (test_package.py).
-LAST_FILES = ("test_package.py",)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Longest files first, then the rest in pytest's order, then LAST_FILES."""
+    """Longest files first, then the rest in pytest's order."""
     rank = {name: i for i, name in enumerate(LONGEST_FILES)}
-    rank.update({name: len(LONGEST_FILES) + 1 + i for i, name in enumerate(LAST_FILES)})
-    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FILES)))
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
 def build_dir() -> Path:

@@ -221,7 +221,7 @@ def test_self_metrics_over_otlp_match_the_agent_records(procs, tool, target_app,
     assert traced.stop() == 0, traced.describe()
 
     last = latest_agent(traced)
-    _, _, metrics = metrics_of(receiver.requests()[-1]["request"])
+    _, _, metrics = metrics_of(receiver.requests_once_quiet()[-1]["request"])
 
     def value(name, reason=None):
         metric = metrics[name]

@@ -46,6 +46,23 @@ class Receiver:
                 out.append(record)
         return out
 
+    def requests_once_quiet(self, quiet=0.5, timeout=RECEIVER_TIMEOUT):
+        """Every request, for a sender that has exited: the receiver's line for
+        the last one may still be on its way through the pipe (under load it
+        was not there yet), so this waits for at least one and then for
+        `quiet` seconds without a new one."""
+        self.wait_for_requests(1, timeout)
+        deadline = time.monotonic() + timeout
+        seen = len(self.requests())
+        while time.monotonic() < deadline:
+            time.sleep(quiet)
+            now = len(self.requests())
+            if now == seen:
+                return self.requests()
+            seen = now
+        pytest.fail(f"the receiver was still getting requests after {timeout}s\n"
+                    f"{self.process.describe()}")
+
     def wait_for_requests(self, count, timeout=RECEIVER_TIMEOUT):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -10,8 +10,6 @@ which run the build tree's binary, never see it. A funclatency package that
 was installed before the test is not touched: the test fails and says so.
 The sanitizer build (FUNCLATENCY_SANITIZE) is not packed: that run skips."""
 
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -32,7 +30,6 @@ INSTALLED_TOOL = Path("/usr/bin/funclatency")
 MODULE_DIR = Path("/usr/lib/funclatency")
 UNIT = Path("/usr/lib/systemd/system/funclatency.service")
 CPACK_TIMEOUT = 180  # install + strip + dpkg-shlibdeps + xz of an up-to-date build
-BUILD_LOCK_TIMEOUT = 900  # ./scripts/test's build of the unit tests and fuzzers, beside the tests
 APT_TIMEOUT = 300  # includes waiting for another apt-get to let go of the lock
 APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=240"]
 APT_ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
@@ -70,26 +67,6 @@ def sanitized_build() -> bool:
                                          re.MULTILINE) is not None
 
 
-@contextlib.contextmanager
-def build_tree_lock():
-    """cpack builds the tree before it packs it ("preinstall"). ./scripts/test
-    builds the rest of the tree beside the end-to-end tests, holding
-    <build>/.build-lock (flock): two builds of one tree would write the same
-    files. Waits for it."""
-    with open(build_dir() / ".build-lock", "a") as lock:
-        deadline = time.monotonic() + BUILD_LOCK_TIMEOUT
-        while True:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"{lock.name} still held after {BUILD_LOCK_TIMEOUT} s: a build "
-                                "of this tree is running")
-                time.sleep(1)
-        yield
-
-
 def remove_package():
     return run([*APT, "remove", PACKAGE], timeout=APT_TIMEOUT, env=APT_ENV)
 
@@ -109,9 +86,7 @@ def deb(tmp_path_factory):
         pytest.fail(f"{config} is missing: configure the build with the top-level CMakeLists.txt")
     out = tmp_path_factory.mktemp("package")
     started = time.monotonic()
-    with build_tree_lock():
-        packed = run(["cpack", "--config", config, "-G", "DEB", "-B", out],
-                     timeout=CPACK_TIMEOUT)
+    packed = run(["cpack", "--config", config, "-G", "DEB", "-B", out], timeout=CPACK_TIMEOUT)
     assert packed.returncode == 0, f"cpack failed:\n{packed.stdout}\n{packed.stderr}"
     debs = sorted(out.glob(f"{PACKAGE}_*.deb"))
     assert len(debs) == 1, f"want one {PACKAGE}_*.deb in {out}: {list(out.iterdir())}"
