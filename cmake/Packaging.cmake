@@ -28,12 +28,6 @@ add_dependencies(fl_command_line funclatency_version_header)
 target_include_directories(fl_command_line PRIVATE ${FUNCLATENCY_GENERATED_DIR})
 
 # --- Install layout -----------------------------------------------------------
-# `cmake --install` and cpack install what is built; they do not build the
-# whole tree first (build first: `cmake --build build`). ./scripts/test packs
-# (tests/e2e/test_package.py) while the unit tests and fuzzers, which the
-# package does not hold, still compile beside the end-to-end tests; a second
-# build of the same tree would race that one.
-set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 # bin and lib/funclatency are fixed (not GNUInstallDirs' BINDIR/LIBDIR, which
 # may be lib/x86_64-linux-gnu): the binary finds its modules at
 # ../lib/funclatency, so the two must not move apart.
