@@ -3,13 +3,13 @@
 # built with the system's Go toolchain (Debian's golang-go), offline.
 #
 # Go 1.19 ships its standard library compiled for the default settings; a
-# build with other settings compiles it again: -trimpath or CGO_ENABLED=0 took
-# ~11 s of CPU, -buildmode=pie ~10 s. So the programs build with the defaults
+# build with other settings compiles it again: with -trimpath it took 12 CPU-s
+# (go-workload, a cold cache), -buildmode=pie 14. So the programs build with the defaults
 # (none of them imports a package that uses cgo, so they are static binaries
 # all the same), except the PIE fixtures, and all share one build cache in
 # the build tree and build one after the other, the second PIE reusing the
 # first's library. Each with its own cache and settings, side by side, they
-# took 71 s of the build's CPU; now ~15 (README, "Two commands").
+# took 71 s of the build's CPU; now ~18 (README, "Two commands").
 #
 #   funclatency_go_build(<target> OUTPUT <file> SOURCE_DIR <dir> [ALL]
 #                        [ARGS arg...] [ENV VAR=value...] [DEPENDS file...])

@@ -1,7 +1,8 @@
 """`funclatency diff` on real runs of target-app. Identical settings: slow_op
 (sleeps) shows "no significant change" in at least 18 of 20 repeated pairs
-(the two runs of a pair side by side, as two jobs of one CI machine), and for the CPU-bound fast_op and cet_op every "slower" or "faster" follows
-the program's own clock (this VM runs a whole run of them up to ~35% slower
+(the two runs of a pair side by side, as two jobs of one CI machine), and
+for the CPU-bound fast_op and cet_op every "slower" or "faster" follows the
+program's own clock (this VM runs a whole run of them up to ~35% slower
 now and then, which target-app's --truth sees too); a pair judged unchanged
 passes --fail-if-slower 20. In the same test, a run whose slow_op really is
 1.5x slower is judged "slower" against one of those bases, so a diff that
