@@ -132,7 +132,21 @@ def test_slow_op_shifted_1_5x_is_slower_and_fails_the_gate(procs, tool, target_a
     slow = functions["slow_op"]
     assert code == 0
     assert slow["verdict"] == "slower", slow
-    assert abs(slow["ratio"]["p50"] - 1.5) <= 0.15, slow
+    # Each side's mean lies between the mean of slow_op's bodies, as slow_op
+    # timed them, and the mean its caller measured; so does the ratio. (The
+    # p50 ratio was held to 1.5 +- 0.15 here: p50 is read inside a log2 row,
+    # and a 1.5x cluster straddles 1024 us; it read 1.91 once on a busy VM.)
+    side_bounds = {}
+    for side, truth in (("base", base_truth), ("new", slower_truth)):
+        own = truth.functions["slow_op"]
+        assert own["timed_bodies"] == own["returned"] == slow[side]["count"], (side, own, slow)
+        low, high = own["body_sum_ns"] / own["returned"], own["sum_ns"] / own["returned"]
+        assert low <= slow[side]["mean_ns"] <= high, (side, low, high, slow)
+        side_bounds[side] = (low, high)
+    low = side_bounds["new"][0] / side_bounds["base"][1]
+    high = side_bounds["new"][1] / side_bounds["base"][0]
+    assert 1.3 < low <= slow["ratio"]["mean"] <= high, (low, high, slow)
+    assert slow["ratio"]["p50"] > 1.2, slow
     # The untouched functions: nothing but what the program's own clock saw.
     before, after = own_mean_ns(base_truth), own_mean_ns(slower_truth)
     for symbol in ("fast_op", "cet_op"):

@@ -68,6 +68,9 @@ type functionTruth struct {
 	returned  uint64
 	abandoned uint64
 	sumNs     int64
+	// The sum of the calls' bodies (each capped at its call): a tracer's sum
+	// is no less. Every returned call timed its body.
+	bodySumNs int64
 	minNs     int64
 	maxNs     int64
 	rows      [log2Rows]uint64
@@ -149,6 +152,7 @@ func (t *functionTruth) recordReturn(durationNs int64, b *body, stackMoved bool)
 	if bodyNs > durationNs {
 		bodyNs = durationNs
 	}
+	t.bodySumNs += bodyNs
 	if bodyRow := usecRow(bodyNs); bodyRow < row {
 		t.bodyLower[row][bodyRow]++
 	}
@@ -180,15 +184,18 @@ type rowJSON struct {
 }
 
 type functionJSON struct {
-	Name       string `json:"name"`
-	Calls      uint64 `json:"calls"`
-	Returned   uint64 `json:"returned"`
-	Abandoned  uint64 `json:"abandoned"`
-	SumNs      int64  `json:"sum_ns"`
-	MinNs      int64  `json:"min_ns"`
-	MaxNs      int64  `json:"max_ns"`
-	Migrated   uint64 `json:"migrated"`
-	StackMoved uint64 `json:"stack_moved"`
+	Name      string `json:"name"`
+	Calls     uint64 `json:"calls"`
+	Returned  uint64 `json:"returned"`
+	Abandoned uint64 `json:"abandoned"`
+	SumNs     int64  `json:"sum_ns"`
+	// Calls that timed their body (all that returned), and the bodies' sum.
+	TimedBodies uint64 `json:"timed_bodies"`
+	BodySumNs   int64  `json:"body_sum_ns"`
+	MinNs       int64  `json:"min_ns"`
+	MaxNs       int64  `json:"max_ns"`
+	Migrated    uint64 `json:"migrated"`
+	StackMoved  uint64 `json:"stack_moved"`
 	// Of those, the calls whose stack was copied while their body ran.
 	StackMovedInBody uint64    `json:"stack_moved_in_body"`
 	Log2Usec         []rowJSON `json:"log2_usec"`
@@ -198,7 +205,8 @@ func (t *functionTruth) toJSON() functionJSON {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := functionJSON{Name: t.name, Calls: t.returned + t.abandoned, Returned: t.returned,
-		Abandoned: t.abandoned, SumNs: t.sumNs, MinNs: t.minNs, MaxNs: t.maxNs,
+		Abandoned: t.abandoned, SumNs: t.sumNs, TimedBodies: t.returned, BodySumNs: t.bodySumNs,
+		MinNs: t.minNs, MaxNs: t.maxNs,
 		Migrated: t.migrated, StackMoved: t.stackMoved, StackMovedInBody: t.stackMovedInBody,
 		Log2Usec: []rowJSON{}}
 	if t.returned == 0 {
