@@ -114,15 +114,6 @@ constexpr const char* kUsage =
     "  funclatency -i 2 ./target-app:slow_op -p $!\n"
     "  target-app --calls 1000 --threads 4 --truth truth.json\n";
 
-// The whole text as an unsigned integer, or nothing.
-std::optional<std::uint64_t> whole_number(const char* text) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return std::nullopt;
-  return value;
-}
-
 // The whole text as a finite number, or nothing.
 std::optional<double> real_number(const char* text) {
   char* end = nullptr;
@@ -135,7 +126,7 @@ std::optional<double> real_number(const char* text) {
 // Parses argv into `options`; returns an exit code when main() should stop
 // (--help: 0, bad usage: 2, with the reason on stderr).
 std::optional<int> parse_options(int argc, char** argv, Options& options) {
-  enum { kCalls = 1, kThreads, kRate, kSeed, kTruth, kSlowScale, kWaitSignal, kHelp };
+  enum { kCalls = 1, kThreads, kRate, kSeed, kTruth, kSlowScale, kWaitSignal };
   static const option kLong[] = {{"calls", required_argument, nullptr, kCalls},
                                  {"threads", required_argument, nullptr, kThreads},
                                  {"rate", required_argument, nullptr, kRate},
@@ -143,67 +134,59 @@ std::optional<int> parse_options(int argc, char** argv, Options& options) {
                                  {"truth", required_argument, nullptr, kTruth},
                                  {"slow-scale", required_argument, nullptr, kSlowScale},
                                  {"wait-signal", no_argument, nullptr, kWaitSignal},
-                                 {"help", no_argument, nullptr, kHelp},
+                                 {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
-  auto bad = [](const char* name, const char* value, const char* expected) {
-    std::fprintf(stderr, "target-app: --%s %s: expected %s (see --help)\n", name, value, expected);
-    return 2;
-  };
-  opterr = 0;
-  for (int index = 0, code; (code = getopt_long(argc, argv, "h", kLong, &index)) != -1;) {
-    const char* value = optarg;
-    switch (code) {
-      case kCalls:
-        if (auto n = whole_number(value))
-          options.calls = *n;
-        else
-          return bad("calls", value, "a whole number");
-        break;
-      case kThreads:
-        if (auto n = whole_number(value); n && *n >= 1 && *n <= 1024)
-          options.threads = static_cast<unsigned>(*n);
-        else
-          return bad("threads", value, "a whole number from 1 to 1024");
-        break;
-      case kRate:
-        if (auto x = real_number(value); x && *x >= 0)
-          options.rate = *x;
-        else
-          return bad("rate", value, "a number >= 0");
-        break;
-      case kSeed:
-        if (auto n = whole_number(value))
-          options.seed = *n;
-        else
-          return bad("seed", value, "a whole number");
-        break;
-      case kTruth:
-        options.truth_path = value;
-        break;
-      case kSlowScale:
-        if (auto x = real_number(value); x && *x > 0)
-          options.slow_scale = *x;
-        else
-          return bad("slow-scale", value, "a number > 0");
-        break;
-      case kWaitSignal:
-        options.wait_signal = true;
-        break;
-      case 'h':
-      case kHelp:
-        std::fputs(kUsage, stdout);
-        return 0;
-      default:
-        std::fprintf(stderr, "target-app: unknown option or missing value: %s (see --help)\n",
-                     argv[optind - 1]);
-        return 2;
+  struct Handler final : funclatency::workload::OptionHandler {
+    explicit Handler(Options& into) : options(into) {}
+    Options& options;
+    std::optional<int> handle(int code, const char* value) override {
+      using funclatency::workload::whole_number;
+      auto bad = [&](const char* name, const char* expected) {
+        return funclatency::workload::bad_option_value("target-app", name, value, expected);
+      };
+      switch (code) {
+        case kCalls:
+          if (auto n = whole_number(value))
+            options.calls = *n;
+          else
+            return bad("calls", "a whole number");
+          break;
+        case kThreads:
+          if (auto n = whole_number(value); n && *n >= 1 && *n <= 1024)
+            options.threads = static_cast<unsigned>(*n);
+          else
+            return bad("threads", "a whole number from 1 to 1024");
+          break;
+        case kRate:
+          if (auto x = real_number(value); x && *x >= 0)
+            options.rate = *x;
+          else
+            return bad("rate", "a number >= 0");
+          break;
+        case kSeed:
+          if (auto n = whole_number(value))
+            options.seed = *n;
+          else
+            return bad("seed", "a whole number");
+          break;
+        case kTruth:
+          options.truth_path = value;
+          break;
+        case kSlowScale:
+          if (auto x = real_number(value); x && *x > 0)
+            options.slow_scale = *x;
+          else
+            return bad("slow-scale", "a number > 0");
+          break;
+        case kWaitSignal:
+          options.wait_signal = true;
+          break;
+      }
+      return std::nullopt;
     }
-  }
-  if (optind < argc) {
-    std::fprintf(stderr, "target-app: unexpected argument: %s (see --help)\n", argv[optind]);
-    return 2;
-  }
-  return std::nullopt;
+  } handler(options);
+  return funclatency::workload::parse_command_line(argc, argv, "target-app", kLong, kUsage,
+                                                   handler);
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <unordered_set>
 
@@ -44,6 +46,43 @@ void precise_sleep_ns(std::uint64_t duration_ns, std::uint64_t spin_ns) {
   }
 }
 
+std::optional<std::uint64_t> whole_number(const char* text) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return std::nullopt;
+  return value;
+}
+
+std::optional<int> parse_command_line(int argc, char** argv, const char* program,
+                                      const ::option* table, const std::string& usage,
+                                      OptionHandler& handler) {
+  opterr = 0;
+  for (int index = 0, code; (code = getopt_long(argc, argv, "h", table, &index)) != -1;) {
+    if (code == 'h') {
+      std::fputs(usage.c_str(), stdout);
+      return 0;
+    }
+    if (code == '?') {
+      std::fprintf(stderr, "%s: unknown option or missing value: %s (see --help)\n", program,
+                   argv[optind - 1]);
+      return 2;
+    }
+    if (auto exit_code = handler.handle(code, optarg)) return exit_code;
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "%s: unexpected argument: %s (see --help)\n", program, argv[optind]);
+    return 2;
+  }
+  return std::nullopt;
+}
+
+int bad_option_value(const char* program, const char* name, const char* value,
+                     const char* expected) {
+  std::fprintf(stderr, "%s: --%s %s: expected %s (see --help)\n", program, name, value, expected);
+  return 2;
+}
+
 std::uint64_t involuntary_switches() {
   rusage usage{};
   getrusage(RUSAGE_THREAD, &usage);
@@ -69,6 +108,57 @@ void atomic_max(std::atomic<std::uint64_t>& target, std::uint64_t value) {
 BodySpan*& current_body_span() {
   thread_local BodySpan* span = nullptr;
   return span;
+}
+
+void JsonWriter::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!empty_.empty()) {
+    if (!empty_.back()) out_ += ',';
+    empty_.back() = false;
+  }
+}
+
+JsonWriter& JsonWriter::open(char bracket) {
+  before_value();
+  out_ += bracket;
+  empty_.push_back(true);
+  return *this;
+}
+
+JsonWriter& JsonWriter::close(char bracket) {
+  out_ += bracket;
+  if (!empty_.empty()) empty_.pop_back();
+  return *this;
+}
+
+JsonWriter& JsonWriter::key(const std::string& name) {
+  before_value();
+  out_ += '"';
+  out_ += name;
+  out_ += "\":";
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(std::uint64_t number) {
+  before_value();
+  out_ += std::to_string(number);
+  return *this;
+}
+
+JsonWriter& JsonWriter::signed_value(std::int64_t number) {
+  before_value();
+  out_ += std::to_string(number);
+  return *this;
+}
+
+JsonWriter& JsonWriter::flag(bool value) {
+  before_value();
+  out_ += value ? "true" : "false";
+  return *this;
 }
 
 void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted,

@@ -4,6 +4,8 @@
 // on SIGINT/SIGTERM).
 #pragma once
 
+#include <getopt.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -41,6 +43,28 @@ std::uint64_t monotonic_ns();
 // duration across a bucket edge.
 void precise_sleep_ns(std::uint64_t duration_ns, std::uint64_t spin_ns);
 inline constexpr std::uint64_t kDefaultSpinNs = 200'000;
+
+// The whole text as an unsigned decimal integer, or nothing (option values).
+std::optional<std::uint64_t> whole_number(const char* text);
+
+// The command lines of target-app and the workloads: getopt_long over argv
+// with `table` (ending in a zero entry; "help" gets the code 'h', as -h).
+// `handle(code, value)` takes each option and returns an exit code to stop
+// with, or nothing to go on; `usage` is printed for -h/--help (exit 0). An
+// unknown option, a missing value or a stray argument is one line on stderr
+// naming `program`, and exit code 2.
+struct OptionHandler {
+  virtual std::optional<int> handle(int code, const char* value) = 0;
+
+ protected:
+  ~OptionHandler() = default;
+};
+std::optional<int> parse_command_line(int argc, char** argv, const char* program,
+                                      const ::option* table, const std::string& usage,
+                                      OptionHandler& handler);
+// A bad option value: says why on stderr; returns exit code 2.
+int bad_option_value(const char* program, const char* name, const char* value,
+                     const char* expected);
 
 // Involuntary context switches of the calling thread so far.
 std::uint64_t involuntary_switches();
@@ -80,6 +104,32 @@ class BodyTimer {
  private:
   BodySpan* span_;
   std::uint64_t start_ns_;
+};
+
+// A JSON value written by hand, as the truth is (nlohmann/json was most of a
+// workload's compile time): nested objects and arrays of integers and
+// booleans, what the workloads' extra truth files hold. Commas go in by
+// themselves; keys are printable names.
+class JsonWriter {
+ public:
+  JsonWriter& begin_object() { return open('{'); }
+  JsonWriter& end_object() { return close('}'); }
+  JsonWriter& begin_array() { return open('['); }
+  JsonWriter& end_array() { return close(']'); }
+  // Inside an object: the name of the value or container that follows.
+  JsonWriter& key(const std::string& name);
+  JsonWriter& value(std::uint64_t number);
+  JsonWriter& signed_value(std::int64_t number);
+  JsonWriter& flag(bool value);
+  const std::string& text() const { return out_; }
+
+ private:
+  JsonWriter& open(char bracket);
+  JsonWriter& close(char bracket);
+  void before_value();
+  std::string out_;
+  std::vector<bool> empty_;  // per open container: nothing written in it yet
+  bool after_key_ = false;
 };
 
 // Ground truth for one function: calls made, how they ended, and the log2

@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <fstream>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
@@ -79,13 +78,22 @@ void pin_to_cpu(int cpu) {
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-nlohmann::json sample_json(const CallSample& sample, std::uint64_t wall_ns) {
-  return {{"burn_cpu_ns", sample.burn_cpu_ns},
-          {"burn_wall_ns", sample.burn_wall_ns},
-          {"cpu_ns", sample.cpu_ns},
-          {"sleep_asked_ns", sample.sleep_asked_ns},
-          {"sleep_ns", sample.sleep_ns},
-          {"wall_ns", wall_ns}};
+void write_sample(funclatency::workload::JsonWriter& out, const CallSample& sample,
+                  std::uint64_t wall_ns) {
+  out.begin_object()
+      .key("burn_cpu_ns")
+      .value(sample.burn_cpu_ns)
+      .key("burn_wall_ns")
+      .value(sample.burn_wall_ns)
+      .key("cpu_ns")
+      .value(sample.cpu_ns)
+      .key("sleep_asked_ns")
+      .value(sample.sleep_asked_ns)
+      .key("sleep_ns")
+      .value(sample.sleep_ns)
+      .key("wall_ns")
+      .value(wall_ns)
+      .end_object();
 }
 
 }  // namespace
@@ -102,17 +110,20 @@ int main(int argc, char** argv) {
   run.start();
   pin_to_cpu(0);
 
-  nlohmann::json samples = {{"split_alone", nlohmann::json::array()},
-                            {"split_contended", nlohmann::json::array()}};
-  auto call = [&](funclatency::workload::FunctionTruth& truth, const char* name, auto function) {
+  // {"split_alone": [sample...], "split_contended": [sample...]}, written as
+  // the calls are made (first the alone ones, then the contended ones).
+  funclatency::workload::JsonWriter samples;
+  samples.begin_object();
+  auto call = [&](funclatency::workload::FunctionTruth& truth, auto function) {
     const std::uint64_t start = funclatency::workload::monotonic_ns();
     funclatency::workload::timed_call(truth, [&] { function(kBurnNs, kSleepNs); });
-    samples[name].push_back(
-        sample_json(last_sample, funclatency::workload::monotonic_ns() - start));
+    write_sample(samples, last_sample, funclatency::workload::monotonic_ns() - start);
   };
+  samples.key("split_alone").begin_array();
   for (std::uint64_t i = 0; i < run.options().calls && run.keep_going(); ++i) {
-    call(alone_truth, "split_alone", split_alone);
+    call(alone_truth, split_alone);
   }
+  samples.end_array();
 
   std::atomic<bool> compete{true};
   std::vector<std::thread> competitors;
@@ -122,14 +133,16 @@ int main(int argc, char** argv) {
       while (compete.load(std::memory_order_relaxed)) asm volatile("" ::: "memory");
     });
   }
+  samples.key("split_contended").begin_array();
   for (std::uint64_t i = 0; i < run.options().calls && run.keep_going(); ++i) {
-    call(contended_truth, "split_contended", split_contended);
+    call(contended_truth, split_contended);
   }
+  samples.end_array().end_object();
   compete = false;
   for (auto& thread : competitors) thread.join();
 
   if (!run.options().truth_path.empty()) {
-    std::ofstream(run.options().truth_path + ".split") << samples.dump() << "\n";
+    std::ofstream(run.options().truth_path + ".split") << samples.text() << "\n";
   }
   return run.finish();
 }

@@ -8,11 +8,11 @@
 //   jumper_op: 400 us, then longjmp_child (300 us, then a longjmp out of it)
 // Besides the usual truth, TRUTH.self holds per function the bounds each
 // call's traced inclusive and self durations must lie in (see Span).
+#include <array>
 #include <csetjmp>
 #include <cstdint>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,7 +46,7 @@ struct Call {
 struct Truth {
   std::map<std::string, wl::FunctionTruth*> functions;
   // Per function: [incl_lo, incl_hi, self_lo, self_hi] of each call.
-  std::map<std::string, nlohmann::json> bounds;
+  std::map<std::string, std::vector<std::array<std::uint64_t, 4>>> bounds;
 };
 
 Truth& truth() {
@@ -216,7 +216,7 @@ int main(int argc, char** argv) {
   for (const char* name : {"parent_op", "leaf_a", "leaf_b", "recurse", "nest_outer", "nest_mid",
                            "catcher_op", "relay_op", "throw_child", "jumper_op", "longjmp_child"}) {
     truth().functions[name] = &run.add_function(name);
-    truth().bounds[name] = nlohmann::json::array();
+    truth().bounds[name] = {};
   }
   run.start();
   for (std::uint64_t i = 0; i < run.options().calls && run.keep_going(); ++i) {
@@ -227,9 +227,19 @@ int main(int argc, char** argv) {
     traced("jumper_op", [](Call* c) { jumper_op(c); });
   }
   if (!run.options().truth_path.empty()) {
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& [name, calls] : truth().bounds) out[name] = calls;
-    std::ofstream(run.options().truth_path + ".self") << out.dump() << "\n";
+    wl::JsonWriter out;
+    out.begin_object();
+    for (const auto& [name, calls] : truth().bounds) {
+      out.key(name).begin_array();
+      for (const auto& call : calls) {
+        out.begin_array();
+        for (std::uint64_t bound : call) out.value(bound);
+        out.end_array();
+      }
+      out.end_array();
+    }
+    out.end_object();
+    std::ofstream(run.options().truth_path + ".self") << out.text() << "\n";
   }
   return run.finish();
 }

@@ -16,7 +16,6 @@
 
 #include <cstdint>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "workload_options.h"
 
@@ -83,7 +82,8 @@ int main(int argc, char** argv) {
   run.start();
 
   const auto tid = static_cast<long>(syscall(SYS_gettid));
-  nlohmann::json slow_calls = nlohmann::json::array();
+  funclatency::workload::JsonWriter slow_calls;
+  slow_calls.begin_array();
   const std::uint64_t calls = run.options().calls ? run.options().calls : UINT64_MAX;
   for (std::uint64_t i = 0; i < calls && run.keep_going(); ++i) {
     const bool slow = i % kSlowEvery == kSlowEvery / 2;
@@ -94,17 +94,25 @@ int main(int argc, char** argv) {
     timespec now{};
     clock_gettime(CLOCK_REALTIME, &now);
     if (slow || caller_ns >= kRecordNs) {
-      slow_calls.push_back({{"index", i},
-                            {"tid", tid},
-                            {"slow_path", slow},
-                            {"body_ns", last_body.end_ns - last_body.start_ns},
-                            {"caller_ns", caller_ns},
-                            {"end_unix_ns", static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000 +
-                                                static_cast<std::uint64_t>(now.tv_nsec)}});
+      slow_calls.begin_object()
+          .key("index")
+          .value(i)
+          .key("tid")
+          .signed_value(tid)
+          .key("slow_path")
+          .flag(slow)
+          .key("body_ns")
+          .value(last_body.end_ns - last_body.start_ns)
+          .key("caller_ns")
+          .value(caller_ns)
+          .key("end_unix_ns")
+          .value(static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000 +
+                 static_cast<std::uint64_t>(now.tv_nsec))
+          .end_object();
     }
   }
   if (!run.options().truth_path.empty()) {
-    std::ofstream(run.options().truth_path + ".slow") << slow_calls.dump() << "\n";
+    std::ofstream(run.options().truth_path + ".slow") << slow_calls.end_array().text() << "\n";
   }
   return run.finish();
 }

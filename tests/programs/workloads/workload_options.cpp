@@ -1,32 +1,68 @@
 #include "workload_options.h"
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 
 namespace funclatency::workload {
 
 std::optional<int> parse_workload_options(int argc, char** argv, const std::string& description,
                                           WorkloadOptions& options) {
-  CLI::App app{description};
-  app.add_option("--calls", options.calls, "calls to make (see the description)")
-      ->capture_default_str();
-  app.add_option("--threads", options.threads, "threads making calls")
-      ->check(CLI::Range(1u, 1024u))
-      ->capture_default_str();
-  app.add_option("--seed", options.seed, "seed of the durations drawn")->capture_default_str();
-  app.add_option("--abandon", options.abandoned_calls,
-                 "calls leaving by exception or longjmp, made first (where the program has them)")
-      ->capture_default_str();
-  app.add_option("--truth", options.truth_path,
-                 "at exit, write calls and the measured log2 usec histogram per function as JSON");
-  app.add_flag("--wait-signal", options.wait_signal,
-               "print 'ready pid=N', then start only when SIGUSR1 arrives");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    return app.exit(error);
-  }
-  return std::nullopt;
+  enum { kCalls = 1, kThreads, kSeed, kAbandon, kTruth, kWaitSignal };
+  static const option kLong[] = {{"calls", required_argument, nullptr, kCalls},
+                                 {"threads", required_argument, nullptr, kThreads},
+                                 {"seed", required_argument, nullptr, kSeed},
+                                 {"abandon", required_argument, nullptr, kAbandon},
+                                 {"truth", required_argument, nullptr, kTruth},
+                                 {"wait-signal", no_argument, nullptr, kWaitSignal},
+                                 {"help", no_argument, nullptr, 'h'},
+                                 {nullptr, 0, nullptr, 0}};
+  const std::string usage =
+      description + "\n\nOptions:\n" + "  --calls N       calls to make (see above; default " +
+      std::to_string(options.calls) + ")\n" +
+      "  --threads N     threads making calls, 1 to 1024 (default " +
+      std::to_string(options.threads) + ")\n" +
+      "  --seed N        seed of the durations drawn (default " + std::to_string(options.seed) +
+      ")\n" +
+      "  --abandon N     calls leaving by exception or longjmp, made first (where the\n"
+      "                  program has them; default " +
+      std::to_string(options.abandoned_calls) + ")\n" +
+      "  --truth FILE    at exit, write calls and the measured log2 usec histogram per\n"
+      "                  function as JSON\n"
+      "  --wait-signal   print 'ready pid=N', then start only when SIGUSR1 arrives\n";
+  // Every option but two takes a whole number.
+  struct Handler final : OptionHandler {
+    Handler(const char* name, WorkloadOptions& into) : program(name), options(into) {}
+    const char* program;
+    WorkloadOptions& options;
+    std::optional<int> handle(int code, const char* value) override {
+      if (code == kTruth) {
+        options.truth_path = value;
+        return std::nullopt;
+      }
+      if (code == kWaitSignal) {
+        options.wait_signal = true;
+        return std::nullopt;
+      }
+      auto number = whole_number(value);
+      if (code == kThreads && number && (*number < 1 || *number > 1024)) number.reset();
+      if (!number) {
+        return bad_option_value(
+            program, name_of(code), value,
+            code == kThreads ? "a whole number from 1 to 1024" : "a whole number");
+      }
+      if (code == kCalls) options.calls = *number;
+      if (code == kThreads) options.threads = static_cast<unsigned>(*number);
+      if (code == kSeed) options.seed = *number;
+      if (code == kAbandon) options.abandoned_calls = *number;
+      return std::nullopt;
+    }
+    static const char* name_of(int code) {
+      for (const option* entry = kLong; entry->name; ++entry) {
+        if (entry->val == code) return entry->name;
+      }
+      return "?";
+    }
+  } handler(argv[0], options);
+  return parse_command_line(argc, argv, argv[0], kLong, usage, handler);
 }
 
 int finish_workload(const TruthReport& report, const WorkloadOptions& options,
