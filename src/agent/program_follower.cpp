@@ -45,16 +45,27 @@ std::optional<uint32_t> fl_mode_of(const std::optional<ModeChoice>& mode) {
   return *mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
 }
 
-// FUNCLATENCY_TEST_FOLLOW_DELAY_MS: a test's stand-in for a busy agent, which
-// reads an exec record a while after the exec (tests/e2e/test_follow.py).
-std::chrono::milliseconds handle_delay_from_environment() {
-  const char* text = std::getenv("FUNCLATENCY_TEST_FOLLOW_DELAY_MS");
-  if (!text) return std::chrono::milliseconds(0);
+// A whole number from the environment variable `name`, at most `max`.
+std::optional<uint64_t> number_from_environment(const char* name, uint64_t max) {
+  const char* text = std::getenv(name);
+  if (!text || *text < '0' || *text > '9') return std::nullopt;
   char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0 || value > 10000)
-    return std::chrono::milliseconds(0);
-  return std::chrono::milliseconds(value);
+  errno = 0;
+  const unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || value > max) return std::nullopt;
+  return value;
+}
+
+// FUNCLATENCY_TEST_FOLLOW_DELAY_MS: a test's stand-in for a busy agent, which
+// reads an exec record a while after the exec (tests/e2e/test_follow.py);
+// with FUNCLATENCY_TEST_FOLLOW_DELAY_INODE, only the records of the file with
+// that inode wait (the other tests' programs, exec'd beside it, do not).
+TestDelay test_delay_from_environment() {
+  TestDelay delay;
+  delay.wait = std::chrono::milliseconds(
+      number_from_environment("FUNCLATENCY_TEST_FOLLOW_DELAY_MS", 10000).value_or(0));
+  delay.inode = number_from_environment("FUNCLATENCY_TEST_FOLLOW_DELAY_INODE", UINT64_MAX);
+  return delay;
 }
 
 }  // namespace
@@ -110,7 +121,7 @@ ProgramFollower::ProgramFollower(std::unique_ptr<ExecWatch> watch, FunctionAttac
       aggregator_(aggregator),
       note_(std::move(note)),
       detail_(std::move(detail)),
-      handle_delay_(handle_delay_from_environment()) {}
+      test_delay_(test_delay_from_environment()) {}
 
 ProgramFollower::~ProgramFollower() = default;
 
@@ -161,10 +172,10 @@ Result<std::vector<uint32_t>> ProgramFollower::poll() {
   std::vector<uint32_t> added;
   for (size_t i = 0; i < drained->size(); i++) {
     if (last[(*drained)[i].pid] != i) continue;
-    if (handle_delay_.count() > 0 && !known_everywhere((*drained)[i])) {
+    if (test_delay_.applies_to((*drained)[i]) && !known_everywhere((*drained)[i])) {
       note_(fmt::format("FUNCLATENCY_TEST_FOLLOW_DELAY_MS: judging process {} in {} ms",
-                        (*drained)[i].pid, handle_delay_.count()));
-      std::this_thread::sleep_for(handle_delay_);
+                        (*drained)[i].pid, test_delay_.wait.count()));
+      std::this_thread::sleep_for(test_delay_.wait);
     }
     for (auto& followed : followed_) handle((*drained)[i], *followed, added);
   }

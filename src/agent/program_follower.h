@@ -37,6 +37,17 @@ enum class FollowFailure : uint32_t {
 };
 std::string_view follow_failure_name(FollowFailure failure);
 
+// A test's stand-in for a busy agent (FUNCLATENCY_TEST_FOLLOW_DELAY_MS and
+// _INODE, program_follower.cpp): each exec record of a file not judged yet
+// waits `wait` before it is judged; with `inode`, only that file's records.
+struct TestDelay {
+  std::chrono::milliseconds wait{0};
+  std::optional<uint64_t> inode;
+  bool applies_to(const ProgramStart& start) const {
+    return wait.count() > 0 && (!inode || (start.file && start.file->ino == *inode));
+  }
+};
+
 // What the follower has done, for the self-metrics.
 struct FollowStats {
   uint64_t processes_seen = 0;      // exec'd since the start, or running at a (re)load
@@ -94,7 +105,7 @@ class ProgramFollower {
   Note detail_;
   std::vector<std::unique_ptr<Followed>> followed_;
   FollowStats stats_;
-  std::chrono::milliseconds handle_delay_;  // a test's stand-in for a busy agent
+  TestDelay test_delay_;  // a test's stand-in for a busy agent
 };
 
 }  // namespace funclatency

@@ -281,14 +281,18 @@ def test_a_program_exec_d_by_a_wrapper_is_attached_once_by_its_own_file(
     own exec record finds it attached; keyed by the shell's file, the program
     got its probes a second time (files_attached 2, seen once in CI when a
     scan caught a forked child before its exec). The agent is made busy by
-    FUNCLATENCY_TEST_FOLLOW_DELAY_MS: it judges each exec record of a file it
-    has not judged yet 3 s after reading it, and says so; the shell execs the
-    program once the agent holds its record."""
+    FUNCLATENCY_TEST_FOLLOW_DELAY_MS: it judges the shell's exec record
+    (FUNCLATENCY_TEST_FOLLOW_DELAY_INODE) 3 s after reading it, and says so;
+    the shell execs the program once the agent holds its record."""
     program = tmp_path / "app-wrapped"
     shutil.copy2(target_app, program)
     shell = tmp_path / "entrypoint-sh"  # a file the agent has not judged yet
     shutil.copy2(os.path.realpath("/bin/sh"), shell)
-    env = dict(os.environ, FUNCLATENCY_TEST_FOLLOW_DELAY_MS="3000")
+    # Only the shell's records wait: the other tests' programs, exec'd
+    # beside this one, would each wait their turn too (past a minute with
+    # three pytest workers).
+    env = dict(os.environ, FUNCLATENCY_TEST_FOLLOW_DELAY_MS="3000",
+               FUNCLATENCY_TEST_FOLLOW_DELAY_INODE=str(os.stat(shell).st_ino))
     agent = procs.spawn([tool, "--follow", "--json", "-i", "1", f"{program}:slow_op"], env=env)
     agent.wait_for_line("stderr", r"^Following ", AGENT_START_TIMEOUT)
     time.sleep(2)  # the start's own records read
@@ -296,9 +300,8 @@ def test_a_program_exec_d_by_a_wrapper_is_attached_once_by_its_own_file(
     os.mkfifo(go)
     wrapper = procs.spawn(
         [shell, "-c", f"read line < {go}; exec {program} --calls 600 --rate 10"])
-    # The program is exec'd while the agent holds the shell's record (each
-    # new file's record on the host waits its turn too: up to a minute).
-    agent.wait_for_line("stderr", rf"judging process {wrapper.pid} in ", 60)
+    # The program is exec'd while the agent holds the shell's record.
+    agent.wait_for_line("stderr", rf"judging process {wrapper.pid} in ", 30)
     with open(go, "w") as fifo:
         fifo.write("go\n")
     wait_for_attached(agent, 1, timeout=60)

@@ -60,14 +60,17 @@ def kernel_functions_by_interval(records) -> dict:
     return intervals
 
 
-def hot_functions(truth) -> list:
+def hot_functions(truth, ranked=True) -> list:
     """The hot functions, hottest first (by their first phase's rate). Each
-    kept its pace: a program that falls behind runs its hot functions at one
-    and the same rate, and "the hottest" means nothing."""
+    made at least 1.5x the threshold's calls, so auto mode saw it hot; when
+    `ranked`, each also kept its pace: a program that falls behind runs its
+    hot functions at one and the same rate, and "the hottest" means nothing
+    (on a loaded machine the hottest made 3,416 of its 4,000 calls/s)."""
     hot = [fn for fn in truth.functions.values() if fn["rate"] > THRESHOLD]
     assert len(hot) == 10, hot
+    pace = 0.9 if ranked else 0
     behind = {fn["name"]: (fn["rate"], fn["achieved"]) for fn in hot
-              if fn["achieved"] < 0.9 * fn["rate"]}
+              if fn["achieved"] < max(pace * fn["rate"], 1.5 * THRESHOLD)}
     assert not behind, f"slot-rates could not keep its pace (asked, made calls/s): {behind}"
     return [fn["name"] for fn in sorted(hot, key=lambda fn: -fn["rate"])]
 
@@ -91,7 +94,7 @@ def test_auto_mode_with_fewer_slots_than_hot_functions(procs, tool, slot_rates):
         ["--mode", "auto", "--kernel-slots", str(SLOTS), "--auto-threshold", str(THRESHOLD)])
     assert_every_call_counted(records, truth)
 
-    hot = set(hot_functions(truth))
+    hot = set(hot_functions(truth, ranked=False))  # which ones, not their order
     still_hot = {f"slots_hot_{k}" for k in range(5, 10)}
     by_interval = kernel_functions_by_interval(records)
     assert by_interval, records[:5]
