@@ -119,6 +119,10 @@ def test_auto_mode_with_fewer_slots_than_hot_functions(procs, tool, slot_rates):
     assert len(memory) == 1 and memory.pop() > 0, memory
 
 
+# alone: the hottest four are a matter of pace; beside the other pytest
+# workers and the build, slot-rates made 3,117 of its 4,000 calls/s and
+# "the hottest" meant little (the other tests here need only hot or cold).
+@pytest.mark.alone
 def test_auto_mode_gives_the_slots_to_the_hottest(procs, tool, slot_rates):
     """Issue 16: "auto mode giving slots to the hottest functions" -- with 10
     functions over the threshold and 4 slots, once the rates are known the 4
