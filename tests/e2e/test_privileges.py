@@ -35,7 +35,9 @@ def thread_status(pid):
         fields = {}
         try:
             text = open(f"/proc/{pid}/task/{tid}/status").read()
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):
+            # A thread that ended since the listing: ENOENT, or ESRCH when
+            # it ended between the open and the read (seen in CI).
             continue
         for line in text.splitlines():
             key, _, value = line.partition(":")
