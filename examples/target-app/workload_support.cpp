@@ -180,6 +180,7 @@ void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted,
   if (body_ns) {
     timed_bodies_.fetch_add(1, std::memory_order_relaxed);
     body_sum_ns_.fetch_add(std::min(*body_ns, duration_ns), std::memory_order_relaxed);
+    atomic_max(body_max_ns_, std::min(*body_ns, duration_ns));
     std::size_t body_row = usec_row(std::min(*body_ns, duration_ns));
     if (body_row < row) body_lower_[row][body_row].fetch_add(1, std::memory_order_relaxed);
     return;
@@ -248,6 +249,8 @@ void FunctionTruth::append_json(std::string& out) const {
   append_field(out, "timed_bodies", timed_bodies_.load());
   out += ',';
   append_field(out, "body_sum_ns", body_sum_ns_.load());
+  out += ',';
+  append_field(out, "body_max_ns", body_max_ns_.load());
   out += ",\"log2_usec\":[";
   bool first_row = true;
   for (std::size_t row = 0; row < kLog2Rows; ++row) {

@@ -168,10 +168,12 @@ class FunctionTruth {
   std::atomic<std::uint64_t> undisturbed_sum_ns_{0};
   std::atomic<std::uint64_t> min_ns_{UINT64_MAX};
   std::atomic<std::uint64_t> max_ns_{0};
-  // Returns whose function timed its body, and the sum of those bodies (each
-  // capped at its caller's duration): a tracer's sum of them is no less.
+  // Returns whose function timed its body, and the sum and the longest of
+  // those bodies (each capped at its caller's duration): a tracer's sum and
+  // longest call of them are no less.
   std::atomic<std::uint64_t> timed_bodies_{0};
   std::atomic<std::uint64_t> body_sum_ns_{0};
+  std::atomic<std::uint64_t> body_max_ns_{0};
   std::array<std::atomic<std::uint64_t>, kLog2Rows> rows_{};
   std::array<std::atomic<std::uint64_t>, kLog2Rows> near_edge_{};
   std::array<std::atomic<std::uint64_t>, kLog2Rows> disturbed_{};

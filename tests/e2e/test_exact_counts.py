@@ -32,12 +32,15 @@ def test_target_app_slow_op_rows_and_sums(procs, tool, target_app, mode):
     assert record["count"] == expected["calls"] == 300
     assert record["lost"] == 0
     assert_rows_match_truth(rows_from_json(record), expected, f"slow_op ({mode})")
-    # The probes fire inside the interval the program measures: every duration
-    # the tool sees is shorter, by a few microseconds of probe overhead (more
-    # now and then on a busy machine), never longer.
-    assert 0.95 * expected["sum_ns"] <= record["sum_ns"] <= expected["sum_ns"]
+    # The probes fire inside the interval the program measures and around the
+    # body slow_op times of itself: every duration the tool sees lies between
+    # the two, and so do the sum and the longest call. (The bounds were 0.95 of
+    # the caller's sum and 0.9 of its longest call; on a loaded CI machine the
+    # longest call, preempted around the probes, fell below that.)
+    assert expected["timed_bodies"] == 300
+    assert expected["body_sum_ns"] <= record["sum_ns"] <= expected["sum_ns"]
     assert record["min_ns"] <= expected["min_ns"]
-    assert 0.9 * expected["max_ns"] <= record["max_ns"] <= expected["max_ns"]
+    assert expected["body_max_ns"] <= record["max_ns"] <= expected["max_ns"]
     # Percentiles: each within the histogram's 1/32 of where the program's own
     # clock puts that rank (the call no longer than measured, no shorter than
     # its body).
