@@ -134,30 +134,9 @@ JsonWriter& JsonWriter::close(char bracket) {
   return *this;
 }
 
-JsonWriter& JsonWriter::key(const std::string& name) {
+JsonWriter& JsonWriter::scalar(const std::string& text) {
   before_value();
-  out_ += '"';
-  out_ += name;
-  out_ += "\":";
-  after_key_ = true;
-  return *this;
-}
-
-JsonWriter& JsonWriter::value(std::uint64_t number) {
-  before_value();
-  out_ += std::to_string(number);
-  return *this;
-}
-
-JsonWriter& JsonWriter::signed_value(std::int64_t number) {
-  before_value();
-  out_ += std::to_string(number);
-  return *this;
-}
-
-JsonWriter& JsonWriter::flag(bool value) {
-  before_value();
-  out_ += value ? "true" : "false";
+  out_ += text;
   return *this;
 }
 
@@ -223,6 +202,14 @@ void append_field(std::string& out, const char* key, std::uint64_t value) {
 }
 
 }  // namespace
+
+JsonWriter& JsonWriter::key(const std::string& name) {
+  before_value();
+  append_json_string(out_, name);
+  out_ += ':';
+  after_key_ = true;
+  return *this;
+}
 
 void FunctionTruth::append_json(std::string& out) const {
   std::uint64_t returned = returned_.load();

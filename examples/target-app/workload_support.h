@@ -109,7 +109,7 @@ class BodyTimer {
 // A JSON value written by hand, as the truth is (nlohmann/json was most of a
 // workload's compile time): nested objects and arrays of integers and
 // booleans, what the workloads' extra truth files hold. Commas go in by
-// themselves; keys are printable names.
+// themselves; keys are quoted as the truth's names are.
 class JsonWriter {
  public:
   JsonWriter& begin_object() { return open('{'); }
@@ -118,14 +118,15 @@ class JsonWriter {
   JsonWriter& end_array() { return close(']'); }
   // Inside an object: the name of the value or container that follows.
   JsonWriter& key(const std::string& name);
-  JsonWriter& value(std::uint64_t number);
-  JsonWriter& signed_value(std::int64_t number);
-  JsonWriter& flag(bool value);
+  JsonWriter& value(std::uint64_t number) { return scalar(std::to_string(number)); }
+  JsonWriter& signed_value(std::int64_t number) { return scalar(std::to_string(number)); }
+  JsonWriter& flag(bool value) { return scalar(value ? "true" : "false"); }
   const std::string& text() const { return out_; }
 
  private:
   JsonWriter& open(char bracket);
   JsonWriter& close(char bracket);
+  JsonWriter& scalar(const std::string& text);
   void before_value();
   std::string out_;
   std::vector<bool> empty_;  // per open container: nothing written in it yet
