@@ -10,6 +10,7 @@ Environment:
 """
 
 import ctypes
+import functools
 import json
 import math
 import os
@@ -538,26 +539,51 @@ def assert_rows_match_truth(tool_rows: dict, truth_fn: dict, what: str):
 # --- Breakpoints in a running process ---------------------------------------------
 
 
-def _symbol_value(binary: Path, symbol: str) -> int:
-    out = subprocess.run(["nm", "--defined-only", str(binary)], capture_output=True, text=True,
+def _file_identity(binary: Path):
+    """(real path, mtime, size): the key of what nm and readelf said about a file,
+    which a rebuild or a copy under the same name changes."""
+    real = os.path.realpath(binary)
+    st = os.stat(real)
+    return real, st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=None)
+def _function_symbols(identity) -> dict:
+    """{name: value} of the defined text symbols (nm), once per file: the
+    breakpoint checks ask for the same few files' symbols hundreds of times
+    (145 runs of nm took 32 CPU-s of a test run)."""
+    out = subprocess.run(["nm", "--defined-only", identity[0]], capture_output=True, text=True,
                          check=True, timeout=30).stdout
+    symbols = {}
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[2] == symbol and parts[1] in "tTwW":
-            return int(parts[0], 16)
-    raise AssertionError(f"{symbol} not found in {binary}")
+        if len(parts) == 3 and parts[1] in "tTwW":
+            symbols.setdefault(parts[2], int(parts[0], 16))
+    return symbols
 
 
-def _load_segments(binary: Path):
-    """[(vaddr, file_offset, file_size)] of the PT_LOAD segments."""
-    out = subprocess.run(["readelf", "-lW", str(binary)], capture_output=True, text=True,
+def _symbol_value(binary: Path, symbol: str) -> int:
+    value = _function_symbols(_file_identity(binary)).get(symbol)
+    if value is None:
+        raise AssertionError(f"{symbol} not found in {binary}")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _segments_of(identity):
+    out = subprocess.run(["readelf", "-lW", identity[0]], capture_output=True, text=True,
                          check=True, timeout=30).stdout
     segments = []
     for line in out.splitlines():
         parts = line.split()
         if parts and parts[0] == "LOAD":
             segments.append((int(parts[2], 16), int(parts[1], 16), int(parts[4], 16)))
-    return segments
+    return tuple(segments)
+
+
+def _load_segments(binary: Path):
+    """[(vaddr, file_offset, file_size)] of the PT_LOAD segments."""
+    return _segments_of(_file_identity(binary))
 
 
 def function_file_offset(binary: Path, symbol: str) -> int:
