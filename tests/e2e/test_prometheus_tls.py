@@ -243,6 +243,9 @@ def test_a_certificate_rotated_on_disk_serves_the_next_handshake(procs, tool, ta
     later_cert, later_key = make_server_certificate(certs.ca.parent, "server-later")
     replace_file(certs.server_cert, later_cert.read_bytes())
     assert served_certificate(port, certs.ca) == renewed
+    # Said before that handshake was answered; the test's reader of the
+    # agent's stderr may still be behind (CI, under load).
+    traced.wait_for_line("stderr", r"is not the key of", 5)
     refusals = [line for line in traced.lines("stderr") if "cannot be used" in line]
     assert len(refusals) == 2, traced.describe()
     assert "server.pem" in refusals[0] and "holds no PEM certificate" in refusals[0], refusals

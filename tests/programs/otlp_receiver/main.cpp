@@ -5,29 +5,84 @@
 //   {"transport": "http", "request": {ExportMetricsServiceRequest as JSON}}
 // With --tls-cert/--tls-key both speak TLS (--tls-client-ca: mutual TLS).
 // Runs until SIGINT or SIGTERM.
+#include <getopt.h>
 #include <google/protobuf/util/json_util.h>
 #include <signal.h>
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
+#include <optional>
+#include <string>
 
 #include "otlp_test_receiver.h"
 
+namespace {
+
+constexpr const char* kUsage =
+    "usage: otlp-receiver [--http-port N] [--grpc-port N] [--fail-first N]\n"
+    "                     [--failure-status N] [--delay-ms N]\n"
+    "                     [--tls-cert PEM --tls-key PEM [--tls-client-ca PEM]]\n"
+    "  --http-port, --grpc-port  0 (default) picks a free port\n"
+    "  --fail-first N            refuse the first N requests of each transport\n"
+    "  --failure-status N        HTTP status of a refused request (default 503)\n"
+    "  --delay-ms N              hold every request this long\n"
+    "  --tls-cert, --tls-key     serve TLS with this certificate and key\n"
+    "  --tls-client-ca           require a client certificate this CA signed\n";
+
+// A whole non-negative number, or nullopt.
+std::optional<int> number(const char* text) {
+  char* end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > 1'000'000'000) return std::nullopt;
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace funclatency::testing;
-  CLI::App app{"OTLP receiver for funclatency's tests"};
   int http_port = 0, grpc_port = 0, fail_first = 0, failure_status = 503, delay_ms = 0;
-  app.add_option("--http-port", http_port, "0 picks a free port");
-  app.add_option("--grpc-port", grpc_port, "0 picks a free port");
-  app.add_option("--fail-first", fail_first, "refuse the first N requests of each transport");
-  app.add_option("--failure-status", failure_status, "HTTP status for refused requests");
-  app.add_option("--delay-ms", delay_ms, "hold every request this long");
   ReceiverTls tls;
-  app.add_option("--tls-cert", tls.cert_file, "serve TLS with this certificate (PEM)");
-  app.add_option("--tls-key", tls.key_file, "... and this key");
-  app.add_option("--tls-client-ca", tls.client_ca_file, "require a client certificate it signed");
-  CLI11_PARSE(app, argc, argv);
+  // The options that take a number, by their getopt code; the others take a path.
+  int* numbers[] = {&http_port, &grpc_port, &fail_first, &failure_status, &delay_ms};
+  std::string* paths[] = {&tls.cert_file, &tls.key_file, &tls.client_ca_file};
+  const option table[] = {{"http-port", required_argument, nullptr, 0},
+                          {"grpc-port", required_argument, nullptr, 1},
+                          {"fail-first", required_argument, nullptr, 2},
+                          {"failure-status", required_argument, nullptr, 3},
+                          {"delay-ms", required_argument, nullptr, 4},
+                          {"tls-cert", required_argument, nullptr, 10},
+                          {"tls-key", required_argument, nullptr, 11},
+                          {"tls-client-ca", required_argument, nullptr, 12},
+                          {"help", no_argument, nullptr, 'h'},
+                          {nullptr, 0, nullptr, 0}};
+  opterr = 0;
+  for (int index = 0, code; (code = getopt_long(argc, argv, "h", table, &index)) != -1;) {
+    if (code == 'h') {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (code >= 0 && code <= 4) {
+      auto value = number(optarg);
+      if (!value) {
+        std::fprintf(stderr, "otlp-receiver: --%s wants a whole number, not '%s'\n%s",
+                     table[index].name, optarg, kUsage);
+        return 2;
+      }
+      *numbers[code] = *value;
+    } else if (code >= 10 && code <= 12) {
+      *paths[code - 10] = optarg;
+    } else {
+      std::fprintf(stderr, "otlp-receiver: unknown option or missing value: %s\n%s",
+                   argv[optind - 1], kUsage);
+      return 2;
+    }
+  }
+  if (optind < argc) {
+    std::fprintf(stderr, "otlp-receiver: unexpected argument '%s'\n%s", argv[optind], kUsage);
+    return 2;
+  }
 
   sigset_t signals;
   sigemptyset(&signals);
