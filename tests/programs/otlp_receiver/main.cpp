@@ -55,7 +55,8 @@ struct Options final : wl::OptionHandler {
       int* numbers[kNumbers] = {&http_port, &grpc_port, &fail_first, &failure_status, &delay_ms};
       auto number = wl::whole_number(value);
       if (!number || *number > 1'000'000'000) {
-        return wl::bad_option_value("otlp-receiver", kTable[code].name, value, "a whole number");
+        return wl::bad_option_value("otlp-receiver", kTable[code].name, value,
+                                    "a whole number up to 1000000000");
       }
       *numbers[code] = static_cast<int>(*number);
     } else {
