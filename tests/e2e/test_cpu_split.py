@@ -47,6 +47,17 @@ def parts_of(record: dict) -> str:
                      for part in ("oncpu", "runnable", "blocked"))
 
 
+def slowest_calls(record: dict, calls: list) -> str:
+    """For a failure's message: the tool's wall rows and, of the calls the
+    program timed, the three with the most time outside their burn and sleep
+    (the caller's wall clock less the burn's and the sleep's wall time)."""
+    def outside(c):
+        return c["wall_ns"] - c["burn_wall_ns"] - c["sleep_ns"]
+    worst = sorted(calls, key=outside, reverse=True)[:3]
+    return (f"wall rows {rows_from_json(record)}; calls with the most time outside the body's "
+            f"burn and sleep: {[dict(c, outside_ns=outside(c)) for c in worst]}")
+
+
 def split_samples(truth_path) -> dict:
     return json.loads((truth_path.parent / (truth_path.name + ".split")).read_text())
 
@@ -83,7 +94,8 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
         # On-CPU: the thread CPU time the body measured, within a row per call.
         rows_within_one(rows_from_json(record["oncpu"]),
                         [usec_row(c["cpu_ns"] // 1000) for c in calls],
-                        f"{symbol} on-CPU; {parts_of(record)}", unknown)
+                        f"{symbol} on-CPU; {parts_of(record)}; {slowest_calls(record, calls)}",
+                        unknown)
         # Blocked: at least the sleep asked for, at most the sleep measured
         # (which also holds the wait for a CPU after the wakeup).
         blocked = rows_list(rows_from_json(record["blocked"]))
