@@ -154,6 +154,7 @@ void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted,
   }
   atomic_min(min_ns_, duration_ns);
   atomic_max(max_ns_, duration_ns);
+  if (keep_medians_) keep(duration_ns, body_ns);
   std::size_t row = usec_row(duration_ns);
   rows_[row].fetch_add(1, std::memory_order_relaxed);
   if (body_ns) {
@@ -173,7 +174,27 @@ void FunctionTruth::record_return(std::uint64_t duration_ns, bool preempted,
   }
 }
 
+void FunctionTruth::keep(std::uint64_t duration_ns, std::optional<std::uint64_t> body_ns) {
+  std::lock_guard<std::mutex> lock(kept_mutex_);
+  if (!kept_all_ || kept_ns_.size() == kMaxKeptCalls) {
+    kept_all_ = false;
+    return;
+  }
+  kept_ns_.push_back(duration_ns);
+  if (body_ns) kept_body_ns_.push_back(std::min(*body_ns, duration_ns));
+}
+
 namespace {
+
+// The call at rank ceil(n / 2) (1-based) of `values` once sorted: the median
+// as funclatency reads its histograms ("the smallest value with at least half
+// of the calls at or below it").
+std::uint64_t median_of(std::vector<std::uint64_t> values) {
+  const std::size_t rank = std::max<std::size_t>(1, (values.size() + 1) / 2);
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(rank - 1),
+                   values.end());
+  return values[rank - 1];
+}
 
 // A JSON string: function and program names are printable, but quote what
 // JSON requires all the same.
@@ -238,6 +259,17 @@ void FunctionTruth::append_json(std::string& out) const {
   append_field(out, "body_sum_ns", body_sum_ns_.load());
   out += ',';
   append_field(out, "body_max_ns", body_max_ns_.load());
+  {
+    std::lock_guard<std::mutex> lock(kept_mutex_);
+    if (kept_all_ && !kept_ns_.empty() && kept_ns_.size() == returned) {
+      out += ',';
+      append_field(out, "p50_ns", median_of(kept_ns_));
+      if (kept_body_ns_.size() == kept_ns_.size()) {
+        out += ',';
+        append_field(out, "body_p50_ns", median_of(kept_body_ns_));
+      }
+    }
+  }
   out += ",\"log2_usec\":[";
   bool first_row = true;
   for (std::size_t row = 0; row < kLog2Rows; ++row) {

@@ -150,6 +150,11 @@ class FunctionTruth {
   // tracer's row lies between the body's and the caller's.
   void record_return(std::uint64_t duration_ns, bool preempted,
                      std::optional<std::uint64_t> body_ns = std::nullopt);
+  // Also keeps each returned call's duration, and its body's when timed, for
+  // the medians in the JSON ("p50_ns", "body_p50_ns"): the median of a
+  // tracer's durations lies between the two (each call's does). Kept for the
+  // first kMaxKeptCalls returns; the medians are left out beyond that.
+  void keep_medians() { keep_medians_ = true; }
   // A call that left by an exception or longjmp: a tracer sees no return.
   void record_abandoned() { abandoned_.fetch_add(1, std::memory_order_relaxed); }
 
@@ -175,6 +180,13 @@ class FunctionTruth {
   std::atomic<std::uint64_t> timed_bodies_{0};
   std::atomic<std::uint64_t> body_sum_ns_{0};
   std::atomic<std::uint64_t> body_max_ns_{0};
+  void keep(std::uint64_t duration_ns, std::optional<std::uint64_t> body_ns);
+
+  static constexpr std::size_t kMaxKeptCalls = 100'000;
+  bool keep_medians_ = false;
+  mutable std::mutex kept_mutex_;
+  std::vector<std::uint64_t> kept_ns_, kept_body_ns_;  // under kept_mutex_
+  bool kept_all_ = true;                               // under kept_mutex_
   std::array<std::atomic<std::uint64_t>, kLog2Rows> rows_{};
   std::array<std::atomic<std::uint64_t>, kLog2Rows> near_edge_{};
   std::array<std::atomic<std::uint64_t>, kLog2Rows> disturbed_{};

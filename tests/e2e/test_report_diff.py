@@ -59,6 +59,15 @@ def own_mean_ns(truth):
     return {name: f["undisturbed_sum_ns"] / f["undisturbed"] for name, f in truth.functions.items()}
 
 
+def p50_bounds_of(own: dict) -> tuple:
+    """Where funclatency's median of a function may lie, from the medians
+    target-app kept: at least its bodies' (each call is no shorter than its
+    body), at most its calls' as the caller timed them; widened by a fine
+    bucket (1/16 of an octave: the tool reads the middle of the bucket that
+    holds the median call) and by the microsecond the tool's unit floors."""
+    return own["body_p50_ns"] * 15 / 16 - 1000, own["p50_ns"] * 17 / 16
+
+
 def diff(tool, base, new, *args):
     result = run_tool(tool, ["diff", base, new, "--json", *args])
     assert result.returncode in (0, 3), result.stderr
@@ -146,7 +155,17 @@ def test_slow_op_shifted_1_5x_is_slower_and_fails_the_gate(procs, tool, target_a
     low = side_bounds["new"][0] / side_bounds["base"][1]
     high = side_bounds["new"][1] / side_bounds["base"][0]
     assert 1.3 < low <= slow["ratio"]["mean"] <= high, (low, high, slow)
-    assert slow["ratio"]["p50"] > 1.2, slow
+    # The medians likewise, from the medians target-app kept of its bodies and
+    # of its calls. (p50 > 1.2 was asserted here: under the parallel run
+    # the base's median once came out 1.12x below the new one's, the tool
+    # matching the program's own clocks.)
+    p50_bounds = {side: p50_bounds_of(truth.functions["slow_op"])
+                  for side, truth in (("base", base_truth), ("new", slower_truth))}
+    for side, (low, high) in p50_bounds.items():
+        assert low <= slow[side]["p50_ns"] <= high, (side, low, high, slow)
+    low = p50_bounds["new"][0] / p50_bounds["base"][1]
+    high = p50_bounds["new"][1] / p50_bounds["base"][0]
+    assert 1 < low <= slow["ratio"]["p50"] <= high, (low, high, slow)
     # The untouched functions: nothing but what the program's own clock saw.
     before, after = own_mean_ns(base_truth), own_mean_ns(slower_truth)
     for symbol in ("fast_op", "cet_op"):
@@ -156,8 +175,10 @@ def test_slow_op_shifted_1_5x_is_slower_and_fails_the_gate(procs, tool, target_a
     gated = run_tool(tool, ["diff", base, slower, "--fail-if-slower", "20"])
     assert gated.returncode == 3, gated.stdout + gated.stderr
     assert "FAILS --fail-if-slower" in gated.stdout and "slow_op" in gated.stdout, gated.stdout
-    # The percentile can be chosen; p50 got 1.5x slower too.
-    assert run_tool(tool, ["diff", base, slower, "--fail-if-slower", "20@p50"]).returncode == 3
+    # The percentile can be chosen: the gate at p50 follows the p50 ratio the
+    # diff printed (held to the program's medians above).
+    at_p50 = run_tool(tool, ["diff", base, slower, "--fail-if-slower", "20@p50"]).returncode
+    assert at_p50 == (3 if slow["ratio"]["p50"] > 1.2 else 0), (at_p50, slow["ratio"])
     # A bound above the change passes.
     assert run_tool(tool, ["diff", base, slower, "--fail-if-slower", "90"]).returncode == 0
     # The same settings pass the gate, unless the program's own clock ran slower.
