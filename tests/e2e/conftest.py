@@ -37,8 +37,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "bpf: needs permission to load BPF and attach uprobes")
     config.addinivalue_line(
         "markers", "alone: holds a program's own clocks to bounds that other tests' load on "
-        "the CPUs can break; ./scripts/test runs these after the parallel run, one at a time "
-        "(the fuzzers beside them at idle priority)")
+        "the CPUs can break; ./scripts/test runs these after the parallel run, one at a time, "
+        "with nothing beside them")
 
 
 # The files that take longest (seconds of a run on this kind of machine, 2

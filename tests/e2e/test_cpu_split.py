@@ -23,23 +23,19 @@ def rows_list(rows: dict) -> list:
     return sorted(row for row, count in rows.items() for _ in range(count))
 
 
-def rows_within_one(tool_rows: dict, truth_rows: list, what: str, unknown: int = 0):
-    """Each call's row is within one log2 row of the truth's; `unknown` calls
-    (split unknown) are missing from the tool's rows. Both sorted, pairing in
-    order (skipping a truth row only where no tool row can match it) is the
-    best match for a distance bound."""
+def rows_between(tool_rows: dict, least: list, most: list, what: str):
+    """Each call's row is within a row of its bounds from the truth: `least`
+    and `most` hold one row per call the program made. Calls with an unknown
+    split are missing from the tool's rows: the tool is compared with the
+    truth rows that leave them out in the way most favourable to it (the
+    lowest lower bounds, the highest upper bounds), all sorted."""
     tool = rows_list(tool_rows)
-    truth = sorted(truth_rows)
-    assert len(tool) + unknown == len(truth), (
-        f"{what}: tool has {len(tool)} calls + {unknown} unknown, truth {len(truth)}")
-    skipped, far, i = 0, [], 0
-    for row in tool:
-        while row - truth[i] > 1 and skipped < unknown:
-            i, skipped = i + 1, skipped + 1
-        if abs(row - truth[i]) > 1:
-            far.append((row, truth[i]))
-        i += 1
-    assert not far, f"{what}: (tool row, truth row) pairs more than a row apart: {far}"
+    least, most = sorted(least)[:len(tool)], sorted(most)[len(most) - len(tool):]
+    too_low = [(t, lo) for t, lo in zip(tool, least) if t < lo - 1]
+    too_high = [(t, hi) for t, hi in zip(tool, most) if t > hi + 1]
+    assert not too_low and not too_high, (
+        f"{what}: rows outside the truth's bounds, (tool, low): {too_low}, "
+        f"(tool, high): {too_high}")
 
 
 def parts_of(record: dict) -> str:
@@ -91,11 +87,20 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
             assert abs(parts_sum - record["sum_ns"]) <= CALLS, (symbol, parts_sum, record["sum_ns"])
         else:
             assert parts_sum < record["sum_ns"], (symbol, parts_sum, record["sum_ns"])
-        # On-CPU: the thread CPU time the body measured, within a row per call.
-        rows_within_one(rows_from_json(record["oncpu"]),
-                        [usec_row(c["cpu_ns"] // 1000) for c in calls],
-                        f"{symbol} on-CPU; {parts_of(record)}; {slowest_calls(record, calls)}",
-                        unknown)
+        # On-CPU: at least the thread CPU time the body measured, at most the
+        # call's wall time less the sleep it asked for (asleep, it cannot
+        # run); within a row of those per call. Held to the CPU clock alone,
+        # it failed 4 times in 24 with idle-priority loops beside it (the
+        # fuzzers, for a day): a call asked 6 ms of sleep, came back after
+        # 8.8 (its CPU clock: 1.54 ms in all), and the tool, missing no
+        # switch, put it on the CPU for more than 4 ms. With those loops the
+        # runnable bound below failed once in 25 the same way (a contended
+        # burn the tool saw on the CPU throughout): ./scripts/test runs
+        # these tests with nothing beside them.
+        rows_between(rows_from_json(record["oncpu"]),
+                     [usec_row(c["cpu_ns"] // 1000) for c in calls],
+                     [usec_row(max(0, c["wall_ns"] - c["sleep_asked_ns"]) // 1000) for c in calls],
+                     f"{symbol} on-CPU; {parts_of(record)}; {slowest_calls(record, calls)}")
         # Blocked: at least the sleep asked for, at most the sleep measured
         # (which also holds the wait for a CPU after the wakeup).
         blocked = rows_list(rows_from_json(record["blocked"]))
@@ -109,21 +114,13 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
         # the thread's CPU clock leaves out too), at most the call's wall
         # time less its CPU time and the sleep asked for; within a row of
         # those per call.
-        runnable = rows_list(rows_from_json(record["runnable"]))
-        least = sorted(
-            usec_row(max(0, c["burn_wall_ns"] - c["burn_cpu_ns"] - IRQ_SLACK_NS) // 1000)
-            for c in calls)
-        most = sorted(usec_row(max(0, c["wall_ns"] - c["cpu_ns"] - c["sleep_asked_ns"]) // 1000)
-                      for c in calls)
-        # Calls with an unknown split are missing: compare with the truth
-        # rows that leave them out in the way most favourable to the tool
-        # (the lowest lower bounds, the highest upper bounds).
-        least, most = least[:len(runnable)], most[len(most) - len(runnable):]
-        too_low = [(t, lo) for t, lo in zip(runnable, least) if t < lo - 1]
-        too_high = [(t, hi) for t, hi in zip(runnable, most) if t > hi + 1]
-        assert not too_low and not too_high, (
-            f"{symbol} runnable rows outside the truth's bounds: {too_low} {too_high}; "
-            f"{parts_of(record)}")
+        rows_between(
+            rows_from_json(record["runnable"]),
+            [usec_row(max(0, c["burn_wall_ns"] - c["burn_cpu_ns"] - IRQ_SLACK_NS) // 1000)
+             for c in calls],
+            [usec_row(max(0, c["wall_ns"] - c["cpu_ns"] - c["sleep_asked_ns"]) // 1000)
+             for c in calls],
+            f"{symbol} runnable; {parts_of(record)}")
 
     alone, contended = totals["split_alone"], totals["split_contended"]
     waited = sum(c["burn_wall_ns"] - c["burn_cpu_ns"] for c in samples["split_contended"])
