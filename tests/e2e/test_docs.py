@@ -175,7 +175,7 @@ def script(commands, tags: set, label: str, ports: dict, tmp: Path) -> str:
         # in a background command's subshell too (which has no jobs).
         'pidof() { local p; if [ "$1" = target-app ] && [ -n "${FL_DOC_TARGET_PID:-}" ]; then '
         'echo "$FL_DOC_TARGET_PID"; return 0; fi; for p in $(jobs -p); do '
-        '[ "$(cat /proc/$p/comm 2>/dev/null)" = "$1" ] && { echo "$p"; return 0; }; done; '
+        '[ "$(basename "$(readlink /proc/$p/exe)")" = "$1" ] && { echo "$p"; return 0; }; done; '
         'command pidof "$@"; }',
         f'podman() {{ if [ "$1" = run ]; then shift; command podman run --label {label} "$@"; '
         'else command podman "$@"; fi; }',

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.bpf
 SLOTS = 4
 HOT_RATE = 400  # calls/s of the coldest hot function (the hottest: 10x)
 THRESHOLD = 200  # calls/s: every hot function passes it, no cold one (2 calls/s)
-PER_CPU_SLOT_BYTES = 5792  # one fn_stats histogram (README's formula)
+PER_CPU_SLOT_BYTES = 5792  # one fn_stats histogram (docs/how-it-works.md's formula)
 
 
 @pytest.fixture(scope="module")
