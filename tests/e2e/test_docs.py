@@ -83,6 +83,8 @@ def words(text: str) -> set:
     found = set()
     for line in text.splitlines():
         line = re.sub(r"/[\w.+@:-]*(?:/[\w.+@:-]*)*", " ", line)
+        line = re.sub(r"\b(?:0x)?[0-9a-f]{6,}\b", " ", line)  # ids, addresses
+        line = re.sub(r"\b\d+(?:\.\d+)?e[-+]?\d+\b", " ", line)  # 1.1e-22
         for word in re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", line):
             word = word.strip("-")
             if not word or word in UNITS:
@@ -193,7 +195,7 @@ def script(commands, tags: set, label: str, ports: dict, tmp: Path) -> str:
         if command.rstrip().endswith("&"):
             lines.append(command)
             continue
-        lines += [f"echo '@@doc-test {number} start'", f"{command} 2>&1",
+        lines += [f"echo '@@doc-test {number} start'", f"{{ {command}\n}} 2>&1",
                   f"echo \"@@doc-test {number} exit $?\""]
     return "\n".join(lines) + "\n"
 
