@@ -12,8 +12,8 @@ renaming an option fails the command, and renaming a field, a metric or a
 label fails the shape.
 
 A comment line right before a block says what the block needs:
-`<!-- doc-test: target-app -->` starts a target-app first (`pidof target-app`
-names it), `podman` and `prometheus` say the block runs those. Ports 9464 and
+`<!-- doc-test: target-app -->` starts a target-app first (`$app` and
+`pidof target-app` name it), `podman` and `prometheus` say the block runs those. Ports 9464 and
 9090 are replaced by free ones, and paths under /tmp by the test's own folder,
 so the examples run beside other tests. Background commands (`... &`) and
 containers the block started are stopped at its end.
@@ -187,7 +187,7 @@ def script(commands, tags: set, label: str, ports: dict, tmp: Path) -> str:
         "trap finish EXIT",
     ]
     if "target-app" in tags:
-        lines += ["build/target-app >/dev/null &", "FL_DOC_TARGET_PID=$!", "sleep 0.5"]
+        lines += ["build/target-app >/dev/null & app=$!", "FL_DOC_TARGET_PID=$app", "sleep 0.5"]
     for number, (command, _) in enumerate(commands):
         for old, new in ports.items():
             command = command.replace(old, new)
