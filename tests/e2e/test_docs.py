@@ -205,7 +205,7 @@ def script(commands, tags: set, label: str, ports: dict, tmp: Path) -> str:
 def test_example_runs_as_shown(page, line, tags, commands, tmp_path, worker_copy):
     needs(tags)
     target_app = worker_copy(built(build_dir() / "target-app"))
-    ports = {"9464": str(free_port()), "9090": str(free_port())}
+    ports = {port: str(free_port()) for port in ("9464", "9090", "4318")}
     work = checkout_like(tmp_path, target_app, ports)
     label = f"funclatency-doc-test={uuid.uuid4().hex[:12]}"
     where = f"{page.relative_to(ROOT)}:{line}"
@@ -238,3 +238,43 @@ def test_shape_check_catches_a_renamed_field():
     with pytest.raises(AssertionError, match="p95"):
         assert_same_shape("funclatency", shown, real, "here")
     assert_same_shape("funclatency", shown, shown.replace("1.0ms", "870.2us"), "here")
+
+
+# A line that runs funclatency: env assignments, sudo, a path may come first.
+COMMAND_START = re.compile(r"^\s*(?:\w+=\S+\s+)*(?:sudo\s+(?:-E\s+)?)?(?:\S*/)?funclatency\s")
+
+
+def shown_commands():
+    """(page, line, command) for each funclatency command in a ```sh block:
+    commands a reader runs elsewhere (a cluster, a collector), not here."""
+    found = []
+    for page in PAGES:
+        in_sh = False
+        for number, line in enumerate(page.read_text().splitlines(), 1):
+            if line.strip().startswith("```"):
+                in_sh = line.strip() == "```sh" if not in_sh else False
+                continue
+            if in_sh:
+                command = line.split("#")[0]
+                if COMMAND_START.match(command):
+                    found.append((page, number, command))
+    return found
+
+
+def test_commands_not_run_still_use_real_options(tool):
+    """The examples in ```sh blocks are not run here; their options must
+    exist all the same (a renamed option fails here)."""
+    help_text = subprocess.run([str(tool), "--help"], capture_output=True, text=True).stdout
+    known = set(re.findall(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)", help_text))
+    commands = shown_commands()
+    assert len(commands) >= 2, commands
+    for page, number, command in commands:
+        if re.search(r"funclatency\s+(report|diff)\b", command):
+            continue
+        after = command[COMMAND_START.match(command).end():]
+        for word in after.split():
+            option = word.split("=")[0]
+            if re.fullmatch(r"--?[A-Za-z][A-Za-z0-9-]*", option):
+                assert option in known, (f"{page.relative_to(ROOT)}:{number}: `{command.strip()}` "
+                                         f"uses {option}, which funclatency --help does not list")
+
