@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "symbols/rust_demangle.h"
+
 namespace funclatency {
 namespace {
 
@@ -55,6 +57,7 @@ size_t start_after_return_type(std::string_view name) {
 }  // namespace
 
 std::string demangle(std::string_view name) {
+  if (auto rust = demangle_rust(name)) return std::move(rust->path);
   if (!name.starts_with("_Z")) return std::string(name);
   int status = 0;
   const std::string mangled(name);
@@ -62,6 +65,15 @@ std::string demangle(std::string_view name) {
       abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
   if (status != 0 || !demangled) return mangled;
   return demangled.get();
+}
+
+DemangledNames demangled_names(std::string_view name) {
+  if (auto rust = demangle_rust(name)) {
+    return {std::move(rust->path), std::move(rust->unqualified), std::move(rust->with_hash)};
+  }
+  std::string readable = demangle(name);
+  std::string unqualified = readable == name ? readable : without_parameters(readable);
+  return {std::move(readable), std::move(unqualified), {}};
 }
 
 std::string without_parameters(std::string_view demangled) {
