@@ -14,6 +14,7 @@ no higher than what its caller measured around the call.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import urllib.request
@@ -157,6 +158,25 @@ def test_list_names_rust_paths(tool, rust_program, variant):
     result = run_tool(tool, [f"{program}:{HANDLER}::proces"])
     assert result.returncode == 2
     assert f"did you mean: {PROCESS}" in result.stderr, result.stderr
+
+
+def test_stripped_rust_binary_is_named_from_its_debug_file(tool, rust_program, tmp_path):
+    """A stripped Rust executable keeps no symbol of its own (its .dynsym
+    lists what it imports); its debug file, found as for C (.gnu_debuglink
+    or build-id), gives the names back."""
+    program = tmp_path / "server"
+    shutil.copy2(rust_program("rust-workload-v0"), program)
+    debug = tmp_path / "server.debug"
+    subprocess.run(["objcopy", "--only-keep-debug", program, debug], check=True, timeout=60)
+    subprocess.run(["strip", program], check=True, timeout=60)
+    result = run_tool(tool, ["-l", f"{program}:{HANDLER}::*"])
+    assert result.returncode == 2 and "stripped" in result.stderr, result.stderr
+    subprocess.run(["objcopy", f"--add-gnu-debuglink={debug.name}", program.name], check=True,
+                   cwd=tmp_path, timeout=60)
+    result = run_tool(tool, ["-l", f"{program}:{HANDLER}::*"])
+    assert result.returncode == 0, result.stderr
+    names = sorted(line.split()[0] for line in result.stdout.splitlines()[1:])
+    assert names == sorted([PROCESS, GENERIC_STR, GENERIC_U64, RISKY]), result.stdout
 
 
 def http_get(url, timeout=5.0):
