@@ -301,6 +301,20 @@ void disambiguate_names(std::vector<ProbeSite>& sites) {
   }
 }
 
+// A function named by what tells it apart (a legacy Rust path with its hash,
+// as `-l` shows two functions of one path, or its mangled name) is shown by
+// it: two targets that each name one of them get two series named apart, not
+// two of one name.
+void keep_names_matched_as_distinct(std::vector<ProbeSite>& sites, const NameMatcher& matcher) {
+  for (ProbeSite& site : sites) {
+    DemangledNames names = demangled_names(site.raw_symbol);
+    if (names.distinct.empty()) continue;
+    if (!matcher.matches({names.readable, names.readable, names.unqualified})) {
+      site.symbol = std::move(names.distinct);
+    }
+  }
+}
+
 }  // namespace
 
 ElfSymbolResolver::ElfSymbolResolver(SearchPaths paths, bool exact_name_lookup)
@@ -436,6 +450,7 @@ Result<Resolution> ElfSymbolResolver::resolve_shown(const std::string& path,
   if (auto checked = check_site_count(resolution, *matcher, options.max_matches); !checked) {
     return std::unexpected(checked.error());
   }
+  keep_names_matched_as_distinct(resolution.sites, *matcher);
   disambiguate_names(resolution.sites);
   return resolution;
 }
