@@ -24,6 +24,8 @@ struct DemangledNames {
   std::string distinct;
 };
 DemangledNames demangled_names(std::string_view name);
+// demangled_names(name).distinct alone, without the C++ demangler's work.
+std::string distinct_name(std::string_view name);
 
 // A demangled name without its parameter list, qualifiers, return type and
 // clone suffix: "void ns::f<int>(int) const [clone .isra.0]" -> "ns::f<int>".

@@ -289,7 +289,7 @@ void disambiguate_names(std::vector<ProbeSite>& sites) {
   for (const ProbeSite& site : sites) {
     std::string name = site.symbol;
     if (name_counts[site.symbol] > 1) {
-      std::string distinct = demangled_names(site.raw_symbol).distinct;
+      std::string distinct = distinct_name(site.raw_symbol);
       name = distinct.empty() ? name + " @" + hex(site.address) : std::move(distinct);
     }
     ++distinct_counts[name];
@@ -307,10 +307,11 @@ void disambiguate_names(std::vector<ProbeSite>& sites) {
 // two of one name.
 void keep_names_matched_as_distinct(std::vector<ProbeSite>& sites, const NameMatcher& matcher) {
   for (ProbeSite& site : sites) {
-    DemangledNames names = demangled_names(site.raw_symbol);
-    if (names.distinct.empty()) continue;
+    std::string distinct = distinct_name(site.raw_symbol);
+    if (distinct.empty()) continue;
+    const DemangledNames names = demangled_names(site.raw_symbol);
     if (!matcher.matches({names.readable, names.readable, names.unqualified})) {
-      site.symbol = std::move(names.distinct);
+      site.symbol = std::move(distinct);
     }
   }
 }

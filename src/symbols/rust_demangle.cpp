@@ -119,7 +119,20 @@ std::optional<std::string> legacy_segment(std::string_view raw) {
   return out;
 }
 
+// True when "17h<16 hex>E" ends the name or comes right before a '.' suffix:
+// a cheap test that turns C++ names away before they are parsed.
+bool ends_with_legacy_hash(std::string_view symbol) {
+  for (size_t end = symbol.size();; end = symbol.rfind('.', end - 1)) {
+    if (end != std::string_view::npos && end >= 20 && symbol[end - 1] == 'E' &&
+        symbol.substr(end - 20, 2) == "17" && is_legacy_hash(symbol.substr(end - 18, 17))) {
+      return true;
+    }
+    if (end == std::string_view::npos || end == 0) return false;
+  }
+}
+
 std::optional<RustName> demangle_legacy(std::string_view symbol) {
+  if (!ends_with_legacy_hash(symbol)) return std::nullopt;
   std::string_view rest = symbol.substr(3);  // past "_ZN"
   std::vector<std::string_view> segments;
   while (true) {
