@@ -192,8 +192,8 @@ def receiver_program():
 
 @pytest.mark.bpf
 def test_outputs_carry_rust_names(procs, tool, rust_program, receiver_program):
-    """JSON (above), console, Prometheus /metrics and OTLP: the v0 generic's
-    instantiations under their Rust names."""
+    """JSON (above), console (the slowest calls' stacks too), Prometheus
+    /metrics and OTLP: the v0 generic's instantiations under their Rust names."""
     program = rust_program("rust-workload-v0")
     receiver = procs.spawn([receiver_program])
     ports = json.loads(receiver.wait_for_line("stdout", r'^\{"listening"', 10.0))["listening"]
@@ -201,7 +201,7 @@ def test_outputs_carry_rust_names(procs, tool, rust_program, receiver_program):
     work = procs.start_workload(program)
     # Not -p: the tool (and /metrics) stays when the program has exited.
     traced = procs.start_tool(tool, [
-        "--prometheus", endpoint,
+        "--slowest", "1", "--prometheus", endpoint,
         f"--otlp=http://127.0.0.1:{ports['http']}/v1/metrics",
         f"{program}:{HANDLER}::generic"])
     work.start()
@@ -222,6 +222,9 @@ def test_outputs_carry_rust_names(procs, tool, rust_program, receiver_program):
     # The console's report names both.
     console = traced.text("stdout")
     assert GENERIC_U64 in console and GENERIC_STR in console, console
+    # So do the slowest calls' stacks, frame by frame (the caller too).
+    assert re.search(rf"^\s+{re.escape(GENERIC_STR)}\+0x[0-9a-f]+ ", console, re.M), console
+    assert re.search(r"^\s+workload::main\+0x[0-9a-f]+ ", console, re.M), console
 
     def exported_symbols():
         symbols = set()
