@@ -15,8 +15,8 @@ std::string demangle(std::string_view name);
 // The names a symbol is matched by and shown as.
 struct DemangledNames {
   std::string readable;  // demangle(): "ns::f(int)", "m::handler::generic::<u64>"
-  std::string
-      unqualified;  // without parameters or generic arguments: "ns::f", "m::handler::generic"
+  // Without parameters or generic arguments: "ns::f", "m::handler::generic".
+  std::string unqualified;
   // What tells apart functions whose readable names are equal, when the symbol
   // carries it: a legacy Rust name with its hash
   // ("m::handler::generic::h3c351a77d29bfd48", two instantiations of one
