@@ -474,6 +474,10 @@ void UprobeLinks::adopt(UprobeLinks&& more) {
 }
 
 TracingProbes::~TracingProbes() {
+  detach();
+}
+
+void TracingProbes::detach() {
   links.detach_all();
   tracepoint_links.clear();
 }
