@@ -55,17 +55,16 @@ int main(int argc, char** argv) {
    * refused call; anything else is allowed. */
   struct sock_filter program[4 + 2 * MAX_REFUSED + 1];
   int n = 0;
-  program[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-                                              offsetof(struct seccomp_data, arch));
   program[n++] =
-      (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+      (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+  program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
   program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   program[n++] =
       (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
   for (int i = 0; i < count; i++) {
     program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, refused[i], 0, 1);
-    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
-                                                SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA));
+    program[n++] =
+        (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (err & SECCOMP_RET_DATA));
   }
   program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
   struct sock_fprog fprog = {.len = (unsigned short)n, .filter = program};
