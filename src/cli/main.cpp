@@ -530,7 +530,7 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   StackResolver stacks;
   if (probes->object->slow_calls()) name_slow_call_stacks(stacks, options);
   TraceSession session(*probes->object, aggregator, sinks->all(), std::move(options),
-                       stop_fd->get(), [&probes] { probes->links.detach_all(); });
+                       stop_fd->get(), [&probes] { probes->detach(); });
   std::fputs(config.following()
                  ? follow_banner(config).c_str()
                  : start_banner(config, probes->links.sites(), late.pending()).c_str(),
