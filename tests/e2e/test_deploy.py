@@ -671,7 +671,8 @@ def test_footprint_under_load(deployment):
     maps = bpf_map_bytes(pid)
     kernel = cgroup_kernel_memory(pid)
     cpu = (last["cpu"] - first["cpu"]) / (t1 - t0)
-    print(f"footprint at {2 * RATE} requests/s over 2 nginx (4 functions traced): "
+    functions = d.pod.metric("funclatency_attached_functions")
+    print(f"footprint at {2 * RATE} requests/s over 2 nginx ({functions:.0f} functions traced): "
           f"RSS {last['rss'] / 2**20:.1f} MiB, BPF maps {maps / 2**20:.1f} MiB, "
           f"kernel memory of its cgroup {kernel / 2**20:.1f} MiB, "
           f"CPU {cpu * 1000:.0f} m; {answered} requests answered")
@@ -707,8 +708,14 @@ def test_rolling_update_under_load(deployment):
         # Counting resumes: Prometheus sees the new agent's count, below the
         # old one's (a reset), then growing.
         series = f'ebpf_function_latency_ms_count{{symbol="{TRACED}",container_id="{box.id}"}}'
-        wait_query(d.prometheus, f"resets({series}[5m])", lambda s: s and s[0][1] >= 1,
-                   COUNT_TIMEOUT, "a counter reset after the update")
+        def reset_since_the_gap():
+            window = int(time.time() - gap_start) + 5  # a scrape before the gap too
+            samples = d.prometheus.query(f"resets({series}[{window}s])")
+            return bool(samples) and samples[0][1] >= 1 and bool(
+                d.prometheus.query(f"sum({series})"))
+
+        if not wait_until(reset_since_the_gap, COUNT_TIMEOUT, interval=0.5):
+            pytest.fail(f"Prometheus saw no counter reset of {series} after the update")
         first = d.prometheus.query(f"sum({series})")[0][1]
         wait_query(d.prometheus, f"sum({series})", lambda s: s and s[0][1] > first,
                    COUNT_TIMEOUT, "counting after the update")
