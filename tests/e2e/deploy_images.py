@@ -13,9 +13,9 @@ parallel take a file lock to build it once. The Dockerfile is built
 unchanged: `podman build --from BASE` stands the base image in for its
 first FROM, so no image of the real name debian:12-slim is shadowed.
 
-Podman runs with runc and the limits this machine allows (a containers.conf
-of the test's own, named by CONTAINERS_CONF: `podman kube play` takes no
---ulimit, and neither does the RUN of a build).
+Podman runs with runc and the limits this machine allows, set once in a
+containers.conf of the test's own (named by CONTAINERS_CONF) for every podman
+command: the builds' RUN steps, the pods' infra containers, the containers.
 """
 
 import fcntl
