@@ -404,16 +404,18 @@ def deployment(tmp_path_factory):
         d.publish(d.configmap)
 
         prefix = f"fl-deploy-{RUN_ID}"
-        d.nginx = []
-        for n in range(2):
-            box = Nginx(d.env, nginx_image, f"{prefix}-nginx-{n}")
-            cleanups.append(lambda box=box: podman(d.env, "rm", "--force", "--time", 0, box.id,
-                                                   check=False))
-            d.nginx.append(box)
+        names = [f"{prefix}-nginx-{n}" for n in range(2)]
+        cleanups.append(lambda: podman(d.env, "rm", "--force", "--ignore", "--time", 0, *names,
+                                       check=False))
+        d.nginx = [Nginx(d.env, nginx_image, name) for name in names]
         d.nginx_binary = Path(f"/proc/{d.nginx[0].pid}/root/usr/sbin/nginx")
 
+        # Every pod of this run, the rolling update's too, whatever failed.
+        cleanups.append(lambda: [podman(d.env, "pod", "rm", "--force", name, check=False)
+                                 for name in podman(d.env, "pod", "ps", "--format",
+                                                    "{{.Name}}", check=False).split()
+                                 if name.startswith(f"funclatency-{RUN_ID}")])
         d.pod = AgentPod(d, f"funclatency-{RUN_ID}a")
-        cleanups.append(lambda: d.pod.remove())
         d.node = node_name()
         d.prometheus_template = template
         d.prometheus = Prometheus(d.folder, scrape_config(template, f"{d.pod.ip}:9464", d.node,
