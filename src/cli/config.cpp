@@ -7,10 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
-extern "C" {
-#include "bpf/funclatency.h"
-}
-
+#include "collect/tracing_choices.h"
+#include "common/duration.h"
 #include "symbols/target_spec.h"
 
 namespace funclatency {
@@ -30,32 +28,6 @@ Result<ValueSeries> value_series_of(const std::vector<std::string>& by) {
     first = key;
   }
   return found;
-}
-
-Result<uint64_t> parse_duration_ns(std::string_view text) {
-  auto fail = [&text] {
-    return bad_input(fmt::format("\"{}\" is not a duration", text),
-                     "write a number and a unit: 800ns, 250us, 10ms, 1.5s");
-  };
-  size_t digits = 0;
-  while (digits < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
-    digits++;
-  }
-  const std::string number(text.substr(0, digits));
-  const std::string_view unit = text.substr(digits);
-  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) {
-    return fail();
-  }
-  double scale = 0;
-  if (unit == "ns") scale = 1;
-  if (unit == "us") scale = 1e3;
-  if (unit == "ms") scale = 1e6;
-  if (unit == "s") scale = 1e9;
-  if (scale == 0) return fail();
-  const double ns = std::strtod(number.c_str(), nullptr) * scale;
-  if (!(ns < 1e18)) return fail();
-  return static_cast<uint64_t>(ns + 0.5);
 }
 
 Result<Config> finish_config(const CommandLine& v) {
@@ -83,9 +55,9 @@ Result<Config> finish_config(const CommandLine& v) {
     if (!slower_than) return std::unexpected(slower_than.error());
     config.slower_than_ns = *slower_than;
   }
-  if (config.cgroups.size() > FL_MAX_CGROUP_FILTERS) {
+  if (config.cgroups.size() > kMaxCgroupFilters) {
     return bad_input(fmt::format("{} cgroups given with -c, at most {}", config.cgroups.size(),
-                                 FL_MAX_CGROUP_FILTERS));
+                                 kMaxCgroupFilters));
   }
 
   if (v.follow && !v.config_file.empty()) {
@@ -117,7 +89,7 @@ Result<Config> finish_config(const CommandLine& v) {
     if (!followed) return std::unexpected(followed.error());
     config.follow_targets = std::move(*followed);
     // A followed program runs in many containers: each is a series.
-    if (v.by.empty()) config.series_by = FL_BY_CGROUP;
+    if (v.by.empty()) config.series_by = kSeriesByCgroup;
   } else {
     config.targets = v.targets;
   }

@@ -322,7 +322,14 @@ void name_slow_call_stacks(StackResolver& resolver, SessionOptions& options) {
     StackSample sample{
         .pid = static_cast<int>(record.tgid),
         .tid = static_cast<int>(record.tid),
-        .regs = record.regs,
+        .regs = {.ip = record.regs.ip,
+                 .sp = record.regs.sp,
+                 .bp = record.regs.bp,
+                 .bx = record.regs.bx,
+                 .r12 = record.regs.r12,
+                 .r13 = record.regs.r13,
+                 .r14 = record.regs.r14,
+                 .r15 = record.regs.r15},
         .stack = {record.stack, std::min<size_t>(record.stack_bytes, sizeof(record.stack))},
         .at_ret = (record.flags & FL_SLOW_AT_RET) != 0};
     // Kept permitted after attach for this only (drop_privileges).
