@@ -1,5 +1,5 @@
-// The TLS side of the /metrics endpoint: an OpenSSL server context built
-// from a web-config's tls_server_config (certificate and key, client CA and
+// The TLS side of the HTTP server: an OpenSSL server context built from a
+// web-config's tls_server_config (certificate and key, client CA and
 // client_auth_type, TLS versions, cipher suites), the way Go's crypto/tls
 // reads the same settings in Prometheus' exporter-toolkit; and the source
 // of that context for each new connection, which rebuilds it when the
@@ -18,7 +18,7 @@
 #include <string_view>
 
 #include "common/error.h"
-#include "output/prometheus/web_config.h"
+#include "http/web_config.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
 

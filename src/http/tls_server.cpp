@@ -1,7 +1,7 @@
 // tls_server_config -> SSL_CTX. Certificates and keys are read into memory
 // here, so they stay usable after funclatency drops its privileges; a
 // rotation on disk is read (without privileges) when a connection arrives.
-#include "output/prometheus/tls_server.h"
+#include "http/tls_server.h"
 
 #include <arpa/inet.h>
 #include <openssl/err.h>

@@ -1,7 +1,7 @@
 // One thread polls the listening socket and every connection; nothing a
 // client does blocks it, and every connection has a deadline, so a scrape is
 // answered whatever the other clients do (see http_server.h for the bounds).
-#include "output/prometheus/http_server.h"
+#include "http/http_server.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -26,7 +26,7 @@
 
 #include "common/thread_capabilities.h"
 #include "common/unique_fd.h"
-#include "output/prometheus/tls_server.h"
+#include "http/tls_server.h"
 
 namespace funclatency {
 
