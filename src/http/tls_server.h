@@ -18,17 +18,10 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/openssl_handles.h"
 #include "http/web_config.h"
 
-typedef struct ssl_ctx_st SSL_CTX;
-
 namespace funclatency {
-
-// Frees an OpenSSL server context (SSL_CTX_free).
-struct SslContextFree {
-  void operator()(SSL_CTX* context) const;
-};
-using SslContextPtr = std::unique_ptr<SSL_CTX, SslContextFree>;
 
 class TlsServerContext {
  public:
@@ -44,10 +37,10 @@ class TlsServerContext {
 
  private:
   struct Owned;  // what the context's callbacks read
-  TlsServerContext(SslContextPtr context, std::unique_ptr<Owned> owned);
+  TlsServerContext(OwnedSslContext context, std::unique_ptr<Owned> owned);
   // Declared first so it outlives the context, which is freed first.
   std::unique_ptr<Owned> owned_;
-  SslContextPtr context_;
+  OwnedSslContext context_;
 };
 
 // Where a new connection gets its context. Used on the server thread only.

@@ -86,7 +86,7 @@ OtlpSink::OtlpSink(OtlpOptions options, ExportContext context,
       context_(std::move(context)),
       transport_(std::move(transport)),
       log_(std::move(log)) {
-  sender_ = std::thread([this] { run(); });
+  sender_ = std::jthread([this] { run(); });
 }
 
 OtlpSink::~OtlpSink() {
@@ -111,15 +111,17 @@ void OtlpSink::close() {
     close_deadline_ = Clock::now() + options_.timeout;
   }
   wake_.notify_all();
-  bool done = false;
-  {
-    std::unique_lock lock(mutex_);
-    done = wake_.wait_until(lock, close_deadline_, [this] { return sender_done_; });
+  std::unique_lock lock(mutex_);
+  if (!wake_.wait_until(lock, close_deadline_, [this] { return sender_done_; })) {
+    // A send still in progress at the deadline is cut short, so close()
+    // returns within the export timeout however slow the collector is.
+    lock.unlock();
+    transport_->abort();
+    lock.lock();
+    wake_.wait(lock, [this] { return sender_done_; });
   }
-  // A send still in progress at the deadline is cut short, so close()
-  // returns within the export timeout however slow the collector is.
-  if (!done) transport_->abort();
-  if (sender_.joinable()) sender_.join();
+  // The sender is done with everything but its last notify; the jthread
+  // joins it when the sink goes.
 }
 
 OtlpSinkStats OtlpSink::stats() const {
