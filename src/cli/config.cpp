@@ -30,8 +30,10 @@ Result<ValueSeries> value_series_of(const std::vector<std::string>& by) {
   return found;
 }
 
-Result<Config> finish_config(const CommandLine& v) {
-  Config config;
+namespace {
+
+// --by, --max-series, --kernel-slots, -c, --slowest, --slower-than.
+Result<void> take_series_and_slow_calls(const CommandLine& v, Config& config) {
   config.calibrate = v.calibrate;
   config.subtract_overhead = v.subtract_overhead;
   config.cpu_split = v.cpu_split;
@@ -59,7 +61,12 @@ Result<Config> finish_config(const CommandLine& v) {
     return bad_input(fmt::format("{} cgroups given with -c, at most {}", config.cgroups.size(),
                                  kMaxCgroupFilters));
   }
+  return {};
+}
 
+// Where the targets come from (TARGETs, --follow, --config) and what goes
+// with each: one source, and no -p or -l with programs followed.
+Result<void> check_target_sources(const CommandLine& v) {
   if (v.follow && !v.config_file.empty()) {
     return bad_input("--follow and --config both name programs to follow",
                      "put the targets in the --config file");
@@ -82,6 +89,11 @@ Result<Config> finish_config(const CommandLine& v) {
   if (v.targets.empty() && v.config_file.empty() && !v.calibrate) {
     return bad_input("no TARGET given", "write BINARY:FUNCTION (see --help), or --config FILE");
   }
+  return {};
+}
+
+// The TARGETs (or programs to follow), the --config file, -p.
+Result<void> take_targets(const CommandLine& v, Config& config) {
   config.config_file = v.config_file;
   config.check_config = v.check_config;
   if (v.follow) {
@@ -94,6 +106,12 @@ Result<Config> finish_config(const CommandLine& v) {
     config.targets = v.targets;
   }
   if (v.pid > 0) config.pid = v.pid;
+  return {};
+}
+
+// The intervals, the display unit, the output's switches and the limits on
+// functions.
+void take_output_and_limits(const CommandLine& v, Config& config) {
   config.interval = std::chrono::milliseconds(static_cast<int64_t>(v.interval_s * 1000));
   if (v.duration_s > 0) {
     config.duration = std::chrono::milliseconds(static_cast<int64_t>(v.duration_s * 1000));
@@ -114,6 +132,11 @@ Result<Config> finish_config(const CommandLine& v) {
   config.max_functions = v.max_functions;
   config.late_functions = v.late_functions;
   config.wait_for_library = v.wait_for_library;
+}
+
+// --wait-for-library, --mode, --auto-threshold, --exit-probes, and each
+// TARGET's form.
+Result<void> take_probe_choices(const CommandLine& v, Config& config) {
   if (v.wait_for_library && v.pid <= 0) {
     return bad_input("--wait-for-library needs -p PID",
                      "without -p, a library is found by path or through the loader");
@@ -133,6 +156,22 @@ Result<Config> finish_config(const CommandLine& v) {
                        "write BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p");
     }
   }
+  return {};
+}
+
+}  // namespace
+
+// The steps in the order their refusals are checked: the first wrong input
+// is the one named.
+Result<Config> finish_config(const CommandLine& v) {
+  Config config;
+  if (auto taken = take_series_and_slow_calls(v, config); !taken) {
+    return std::unexpected(taken.error());
+  }
+  if (auto checked = check_target_sources(v); !checked) return std::unexpected(checked.error());
+  if (auto taken = take_targets(v, config); !taken) return std::unexpected(taken.error());
+  take_output_and_limits(v, config);
+  if (auto taken = take_probe_choices(v, config); !taken) return std::unexpected(taken.error());
   return config;
 }
 
