@@ -11,7 +11,7 @@
 #include "offline/html_report.h"
 #include "offline/run_reader.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 
 void add_offline_commands(CLI::App& app, OfflineCommand& command) {
   command.report = app.add_subcommand(
@@ -97,4 +97,4 @@ Result<DiffOutcome> run_diff(const DiffArgs& args) {
   return outcome;
 }
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

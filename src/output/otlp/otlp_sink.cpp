@@ -21,28 +21,12 @@ bool same_series(const FunctionReport& a, const FunctionReport& b) {
          a.labels == b.labels;
 }
 
-// The calls in `now` that are not in `before`, both running totals of one
-// series. Totals only grow; if one shrank anyway, all of `now` is new.
-std::optional<LatencyHistogram> histogram_difference(const LatencyHistogram& now,
-                                                     const LatencyHistogram& before) {
-  std::array<uint64_t, LatencyHistogram::kNumBuckets> buckets{};
-  if (now.count() < before.count() || now.sum_ns() < before.sum_ns()) return std::nullopt;
-  for (uint32_t i = 0; i < LatencyHistogram::kNumBuckets; i++) {
-    if (now.buckets()[i] < before.buckets()[i]) return std::nullopt;
-    buckets[i] = now.buckets()[i] - before.buckets()[i];
-  }
-  LatencyHistogram difference(now.unit_ns());
-  // min/max of the difference are unknown (0 = not applied).
-  difference.add_counts(buckets, now.count() - before.count(), now.sum_ns() - before.sum_ns(), 0,
-                        0);
-  return difference;
-}
-
 // The calls in running total `now` since `before`, its value at the previous
-// export (none: every call is new).
+// export (none: every call is new). Totals only grow; if one shrank anyway,
+// all of `now` is new.
 LatencyHistogram calls_since(const LatencyHistogram& now, const LatencyHistogram* before) {
   if (!before) return now;
-  return histogram_difference(now, *before).value_or(now);
+  return now.since(*before).value_or(now);
 }
 
 LostCounts lost_difference(const LostCounts& now, const LostCounts& before) {
