@@ -468,6 +468,15 @@ Result<UniqueFd> open_stop_signalfd() {
   return fd;
 }
 
+// A wrong deployment is one line before anything loads: the agent's
+// capabilities, the cgroup tree.
+Result<void> check_deployment(const Config& config) {
+  if (config.following()) {
+    if (auto held = check_agent_capabilities(); !held) return held;
+  }
+  return check_cgroup_tree(config);
+}
+
 // Attached: from here on only the descriptors held are needed, and what
 // attaching later and naming stacks take, kept permitted.
 Result<void> drop_after_attach(const std::optional<TargetUser>& user, const Config& config,
@@ -523,6 +532,7 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   const Messages messages{config.verbose};
   auto user = lookup_user(privilege_values);
   if (!user) return std::unexpected(user.error());
+  if (auto deployed = check_deployment(config); !deployed) return deployed;
   // Kept to the end of the run: a library loaded later is resolved and
   // planned by the same objects, and tearing a big symbol table down would
   // only delay the start.
@@ -564,7 +574,7 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   TraceSession session(
       *probes->object, aggregator, sinks->all(),
       run_session_options(config, messages, *sinks, late, *following, *probes, aggregator, stacks),
-      stop_fd->get(), [&probes] { probes->links.detach_all(); });
+      stop_fd->get(), [&probes] { probes->detach(); });
   print_banner(config, *probes, late);
   auto stopped = session.run();
   if (late.waiting()) messages.note(never_loaded_line(config.pid.value_or(0), late.pending()));
