@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "cli/config.h"
+#include "common/duration.h"
 #include "common/read_file.h"
 #include "common/yaml_fields.h"
 
@@ -76,7 +76,7 @@ std::vector<std::string> by_keys(const YAML::Node& node) {
   return keys;
 }
 
-// --slowest K: 1 to FL_MAX_SLOWEST.
+// --slowest K: 1 to kMaxSlowest.
 size_t slowest(const YAML::Node& node) {
   size_t k = 0;
   try {
@@ -84,7 +84,7 @@ size_t slowest(const YAML::Node& node) {
   } catch (const YAML::Exception&) {
     fail(node, "slowest must be a whole number");
   }
-  if (k < 1 || k > FL_MAX_SLOWEST) fail(node, "slowest must be 1 to 100");
+  if (k < 1 || k > kMaxSlowest) fail(node, "slowest must be 1 to 100");
   return k;
 }
 

@@ -13,12 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "collect/trace_session.h"
+#include "collect/tracing_choices.h"
 #include "common/error.h"
-
-extern "C" {
-#include "bpf/funclatency.h"
-}
 
 namespace funclatency {
 
@@ -70,20 +66,6 @@ struct AgentConfig {
   std::vector<FollowTarget> targets;
   AgentSettings settings;
 };
-
-// FL_BY_* bits of `by` keys (pid, comm, cgroup, and on the command line
-// retval[:RULE] or argN[:BUCKETS]: FL_BY_VALUE; checked already).
-inline uint32_t series_by_bits(const std::vector<std::string>& keys) {
-  uint32_t bits = 0;
-  for (const auto& key : keys) {
-    if (key.starts_with("retval") || key.starts_with("arg")) {
-      bits |= FL_BY_VALUE;
-      continue;
-    }
-    bits |= key == "pid" ? FL_BY_PID : key == "comm" ? FL_BY_COMM : FL_BY_CGROUP;
-  }
-  return bits;
-}
 
 // The file's text, checked: every field known and typed, at least one
 // target, names unique, each target with a program and functions. Errors are

@@ -7,10 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
-extern "C" {
-#include "bpf/funclatency.h"
-}
-
+#include "collect/tracing_choices.h"
+#include "common/duration.h"
 #include "symbols/target_spec.h"
 
 namespace funclatency {
@@ -32,34 +30,10 @@ Result<ValueSeries> value_series_of(const std::vector<std::string>& by) {
   return found;
 }
 
-Result<uint64_t> parse_duration_ns(std::string_view text) {
-  auto fail = [&text] {
-    return bad_input(fmt::format("\"{}\" is not a duration", text),
-                     "write a number and a unit: 800ns, 250us, 10ms, 1.5s");
-  };
-  size_t digits = 0;
-  while (digits < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.')) {
-    digits++;
-  }
-  const std::string number(text.substr(0, digits));
-  const std::string_view unit = text.substr(digits);
-  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) {
-    return fail();
-  }
-  double scale = 0;
-  if (unit == "ns") scale = 1;
-  if (unit == "us") scale = 1e3;
-  if (unit == "ms") scale = 1e6;
-  if (unit == "s") scale = 1e9;
-  if (scale == 0) return fail();
-  const double ns = std::strtod(number.c_str(), nullptr) * scale;
-  if (!(ns < 1e18)) return fail();
-  return static_cast<uint64_t>(ns + 0.5);
-}
+namespace {
 
-Result<Config> finish_config(const CommandLine& v) {
-  Config config;
+// --by, --max-series, --kernel-slots, -c, --slowest, --slower-than.
+Result<void> take_series_and_slow_calls(const CommandLine& v, Config& config) {
   config.calibrate = v.calibrate;
   config.subtract_overhead = v.subtract_overhead;
   config.cpu_split = v.cpu_split;
@@ -83,11 +57,16 @@ Result<Config> finish_config(const CommandLine& v) {
     if (!slower_than) return std::unexpected(slower_than.error());
     config.slower_than_ns = *slower_than;
   }
-  if (config.cgroups.size() > FL_MAX_CGROUP_FILTERS) {
+  if (config.cgroups.size() > kMaxCgroupFilters) {
     return bad_input(fmt::format("{} cgroups given with -c, at most {}", config.cgroups.size(),
-                                 FL_MAX_CGROUP_FILTERS));
+                                 kMaxCgroupFilters));
   }
+  return {};
+}
 
+// Where the targets come from (TARGETs, --follow, --config) and what goes
+// with each: one source, and no -p or -l with programs followed.
+Result<void> check_target_sources(const CommandLine& v) {
   if (v.follow && !v.config_file.empty()) {
     return bad_input("--follow and --config both name programs to follow",
                      "put the targets in the --config file");
@@ -110,6 +89,11 @@ Result<Config> finish_config(const CommandLine& v) {
   if (v.targets.empty() && v.config_file.empty() && !v.calibrate) {
     return bad_input("no TARGET given", "write BINARY:FUNCTION (see --help), or --config FILE");
   }
+  return {};
+}
+
+// The TARGETs (or programs to follow), the --config file, -p.
+Result<void> take_targets(const CommandLine& v, Config& config) {
   config.config_file = v.config_file;
   config.check_config = v.check_config;
   if (v.follow) {
@@ -117,11 +101,17 @@ Result<Config> finish_config(const CommandLine& v) {
     if (!followed) return std::unexpected(followed.error());
     config.follow_targets = std::move(*followed);
     // A followed program runs in many containers: each is a series.
-    if (v.by.empty()) config.series_by = FL_BY_CGROUP;
+    if (v.by.empty()) config.series_by = kSeriesByCgroup;
   } else {
     config.targets = v.targets;
   }
   if (v.pid > 0) config.pid = v.pid;
+  return {};
+}
+
+// The intervals, the display unit, the output's switches and the limits on
+// functions.
+void take_output_and_limits(const CommandLine& v, Config& config) {
   config.interval = std::chrono::milliseconds(static_cast<int64_t>(v.interval_s * 1000));
   if (v.duration_s > 0) {
     config.duration = std::chrono::milliseconds(static_cast<int64_t>(v.duration_s * 1000));
@@ -142,6 +132,11 @@ Result<Config> finish_config(const CommandLine& v) {
   config.max_functions = v.max_functions;
   config.late_functions = v.late_functions;
   config.wait_for_library = v.wait_for_library;
+}
+
+// --wait-for-library, --mode, --auto-threshold, --exit-probes, and each
+// TARGET's form.
+Result<void> take_probe_choices(const CommandLine& v, Config& config) {
   if (v.wait_for_library && v.pid <= 0) {
     return bad_input("--wait-for-library needs -p PID",
                      "without -p, a library is found by path or through the loader");
@@ -161,6 +156,22 @@ Result<Config> finish_config(const CommandLine& v) {
                        "write BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p");
     }
   }
+  return {};
+}
+
+}  // namespace
+
+// The steps in the order their refusals are checked: the first wrong input
+// is the one named.
+Result<Config> finish_config(const CommandLine& v) {
+  Config config;
+  if (auto taken = take_series_and_slow_calls(v, config); !taken) {
+    return std::unexpected(taken.error());
+  }
+  if (auto checked = check_target_sources(v); !checked) return std::unexpected(checked.error());
+  if (auto taken = take_targets(v, config); !taken) return std::unexpected(taken.error());
+  take_output_and_limits(v, config);
+  if (auto taken = take_probe_choices(v, config); !taken) return std::unexpected(taken.error());
   return config;
 }
 

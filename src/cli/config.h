@@ -99,7 +99,5 @@ void apply_agent_settings(const AgentConfig& agent, CommandLine& values);
 // The --by key that names a value of the call (none when no key does); two
 // are refused.
 Result<ValueSeries> value_series_of(const std::vector<std::string>& by);
-// A duration with its unit: "10ms", "250us", "1.5s", "800ns".
-Result<uint64_t> parse_duration_ns(std::string_view text);
 
 }  // namespace funclatency

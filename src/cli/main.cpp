@@ -322,7 +322,14 @@ void name_slow_call_stacks(StackResolver& resolver, SessionOptions& options) {
     StackSample sample{
         .pid = static_cast<int>(record.tgid),
         .tid = static_cast<int>(record.tid),
-        .regs = record.regs,
+        .regs = {.ip = record.regs.ip,
+                 .sp = record.regs.sp,
+                 .bp = record.regs.bp,
+                 .bx = record.regs.bx,
+                 .r12 = record.regs.r12,
+                 .r13 = record.regs.r13,
+                 .r14 = record.regs.r14,
+                 .r15 = record.regs.r15},
         .stack = {record.stack, std::min<size_t>(record.stack_bytes, sizeof(record.stack))},
         .at_ret = (record.flags & FL_SLOW_AT_RET) != 0};
     // Kept permitted after attach for this only (drop_privileges).
@@ -461,17 +468,71 @@ Result<UniqueFd> open_stop_signalfd() {
   return fd;
 }
 
+// A wrong deployment is one line before anything loads: the agent's
+// capabilities, the cgroup tree.
+Result<void> check_deployment(const Config& config) {
+  if (config.following()) {
+    if (auto held = check_agent_capabilities(); !held) return held;
+  }
+  return check_cgroup_tree(config);
+}
+
+// Attached: from here on only the descriptors held are needed, and what
+// attaching later and naming stacks take, kept permitted.
+Result<void> drop_after_attach(const std::optional<TargetUser>& user, const Config& config,
+                               const LateAttacher& late, const TracingProbes& probes) {
+  return drop_privileges(
+      user,
+      (late.waiting() ? late_attach_capabilities(probes.method == AttachMethod::kPerfEvent) : 0) |
+          // Following: links and task iterators made as programs start.
+          (config.following() ? late_attach_capabilities(true) : 0) |
+          (probes.object->slow_calls() ? stack_unwinding_capabilities() : 0));
+}
+
+// How the session runs: the run's options, and the callbacks through which
+// it attaches later (a library loaded, a program followed), reloads,
+// annotates, names functions and slow calls' stacks.
+SessionOptions run_session_options(const Config& config, const Messages& messages,
+                                   const Sinks& sinks, LateAttacher& late, Following& following,
+                                   const TracingProbes& probes, const Aggregator& aggregator,
+                                   StackResolver& stacks) {
+  SessionOptions options = session_options(config);
+  if (config.verbose)
+    options.verbose = [messages](const std::string& line) { messages.note(line); };
+  options.live_sinks = sinks.live;
+  options.attach_late = late.callback();
+  if (following.follower) {
+    options.attach_late = follow_programs(following);
+    options.late_attach_fd = following.follower->wait_fd();
+    options.late_attach_period = std::chrono::seconds(1);
+    options.reload = reload_config(config, following, messages);
+    options.annotate = agent_status(following);
+  }
+  options.describe_function = [&probes, &aggregator](uint32_t fn_id) {
+    auto named = function_name(probes, fn_id);
+    // A followed program's functions are known where they report.
+    if (named.second.empty()) named = aggregator.name_of(fn_id).value_or(named);
+    return named;
+  };
+  if (probes.object->slow_calls()) name_slow_call_stacks(stacks, options);
+  return options;
+}
+
+// What is traced, on stderr as the session starts.
+void print_banner(const Config& config, const TracingProbes& probes, const LateAttacher& late) {
+  std::fputs(config.following()
+                 ? follow_banner(config).c_str()
+                 : start_banner(config, probes.links.sites(), late.pending()).c_str(),
+             stderr);
+}
+
 Result<void> run(const Config& config, const std::optional<AgentSettings>& agent_settings,
                  const PrometheusCliValues& prometheus_values, const OtlpCliValues& otlp_values,
                  const PrivilegeCliValues& privilege_values) {
   const Messages messages{config.verbose};
   auto user = lookup_user(privilege_values);
   if (!user) return std::unexpected(user.error());
-  // A wrong deployment is one line before anything loads.
-  if (config.following()) {
-    if (auto held = check_agent_capabilities(); !held) return held;
-  }
-  if (auto mounted = check_cgroup_tree(config); !mounted) return mounted;
+  if (auto deployed = check_deployment(config); !deployed) return deployed;
   // Kept to the end of the run: a library loaded later is resolved and
   // planned by the same objects, and tearing a big symbol table down would
   // only delay the start.
@@ -502,44 +563,19 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   following->settings = agent_settings;
   auto stop_fd = open_stop_signalfd();
   if (!stop_fd) return std::unexpected(stop_fd.error());
-  // Attached: from here on only the descriptors held are needed.
-  auto dropped = drop_privileges(
-      *user,
-      (late.waiting() ? late_attach_capabilities(probes->method == AttachMethod::kPerfEvent) : 0) |
-          // Following: links and task iterators made as programs start.
-          (config.following() ? late_attach_capabilities(true) : 0) |
-          (probes->object->slow_calls() ? stack_unwinding_capabilities() : 0));
-  if (!dropped) return std::unexpected(dropped.error());
+  if (auto dropped = drop_after_attach(*user, config, late, *probes); !dropped) {
+    return std::unexpected(dropped.error());
+  }
   warmup.release();
   // Bound before attach; no network byte is read before the drop (Sink::start).
   if (auto serving = sinks->every->start(); !serving) return std::unexpected(serving.error());
 
-  SessionOptions options = session_options(config);
-  if (config.verbose)
-    options.verbose = [messages](const std::string& line) { messages.note(line); };
-  options.live_sinks = sinks->live;
-  options.attach_late = late.callback();
-  if (following->follower) {
-    options.attach_late = follow_programs(*following);
-    options.late_attach_fd = following->follower->wait_fd();
-    options.late_attach_period = std::chrono::seconds(1);
-    options.reload = reload_config(config, *following, messages);
-    options.annotate = agent_status(*following);
-  }
-  options.describe_function = [&probes, &aggregator](uint32_t fn_id) {
-    auto named = function_name(*probes, fn_id);
-    // A followed program's functions are known where they report.
-    if (named.second.empty()) named = aggregator.name_of(fn_id).value_or(named);
-    return named;
-  };
   StackResolver stacks;
-  if (probes->object->slow_calls()) name_slow_call_stacks(stacks, options);
-  TraceSession session(*probes->object, aggregator, sinks->all(), std::move(options),
-                       stop_fd->get(), [&probes] { probes->detach(); });
-  std::fputs(config.following()
-                 ? follow_banner(config).c_str()
-                 : start_banner(config, probes->links.sites(), late.pending()).c_str(),
-             stderr);
+  TraceSession session(
+      *probes->object, aggregator, sinks->all(),
+      run_session_options(config, messages, *sinks, late, *following, *probes, aggregator, stacks),
+      stop_fd->get(), [&probes] { probes->detach(); });
+  print_banner(config, *probes, late);
   auto stopped = session.run();
   if (late.waiting()) messages.note(never_loaded_line(config.pid.value_or(0), late.pending()));
   if (!stopped) return std::unexpected(stopped.error());

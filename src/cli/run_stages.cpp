@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "bpf/funclatency.h"
+#include "collect/tracing_choices.h"
 #include "symbols/target_spec.h"
 
 namespace funclatency {
@@ -63,7 +63,7 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   load.filter_tgid = config.pid ? static_cast<uint32_t>(*config.pid) : 0;
   load.num_functions =
       static_cast<uint32_t>(targets.sites.size()) + (awaiting ? config.late_functions : 0);
-  load.initial_mode = config.mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
+  load.initial_mode = kernel_mode_of(config.mode);
   load.cpu_split = config.cpu_split;
   load.self_time = config.self_time;
   load.series_by = config.series_by;

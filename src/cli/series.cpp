@@ -7,10 +7,7 @@
 #include <memory>
 
 #include "collect/cgroup_names.h"
-
-extern "C" {
-#include "bpf/funclatency.h"
-}
+#include "collect/tracing_choices.h"
 
 namespace funclatency {
 
@@ -46,7 +43,7 @@ Result<UniqueFd> open_cgroup_v2(const std::string& given) {
 }
 
 Result<void> check_cgroup_tree(const Config& config) {
-  if (!(config.series_by & FL_BY_CGROUP)) return {};
+  if (!(config.series_by & kSeriesByCgroup)) return {};
   auto mount = system_cgroup_v2_mount();
   if (mount) return {};
   return bad_input(
@@ -61,15 +58,15 @@ SeriesOptions series_options(const Config& config) {
   options.by = config.series_by;
   options.max_series = config.max_series;
   std::shared_ptr<CgroupNames> names;
-  if (config.series_by & FL_BY_CGROUP) {
+  if (config.series_by & kSeriesByCgroup) {
     auto mount = system_cgroup_v2_mount();
     names = std::make_shared<CgroupNames>(mount ? *mount : std::string("/sys/fs/cgroup"));
   }
   const ValueSeries value = config.value_series;
   options.label = [names, value](const SeriesKey& key) {
     SeriesLabels labels;
-    if (value.source == FL_VALUE_RETVAL) labels.retval = value_label(value, key.value);
-    if (value.source == FL_VALUE_ARG) {
+    if (value.source == kValueFromRetval) labels.retval = value_label(value, key.value);
+    if (value.source == kValueFromArg) {
       labels.arg = value_label(value, key.value);
       labels.arg_index = static_cast<int>(value.index);
     }

@@ -12,14 +12,15 @@ namespace funclatency {
 
 Result<std::unique_ptr<EventReader>> EventReader::create(int ringbuf_fd, Handler handler) {
   auto reader = std::unique_ptr<EventReader>(new EventReader(std::move(handler)));
-  reader->ring_ = ring_buffer__new(ringbuf_fd, &EventReader::on_record, reader.get(), nullptr);
+  reader->ring_ = {ring_buffer__new(ringbuf_fd, &EventReader::on_record, reader.get(), nullptr),
+                   ring_buffer__free};
   if (!reader->ring_) return runtime_error("open the BPF ring buffer", errno);
   return reader;
 }
 
 Result<void> EventReader::add_slow_calls(int ringbuf_fd, SlowHandler handler) {
   slow_handler_ = std::move(handler);
-  if (ring_buffer__add(ring_, ringbuf_fd, &EventReader::on_slow_record, this) < 0) {
+  if (ring_buffer__add(ring_.get(), ringbuf_fd, &EventReader::on_slow_record, this) < 0) {
     return runtime_error("open the slow-call ring buffer", errno);
   }
   return {};
@@ -33,12 +34,8 @@ int EventReader::on_slow_record(void* context, void* data, size_t size) {
   return 0;
 }
 
-EventReader::~EventReader() {
-  if (ring_) ring_buffer__free(ring_);
-}
-
 int EventReader::epoll_fd() const {
-  return ring_buffer__epoll_fd(ring_);
+  return ring_buffer__epoll_fd(ring_.get());
 }
 
 int EventReader::on_record(void* context, void* data, size_t size) {
@@ -75,7 +72,7 @@ int EventReader::on_record(void* context, void* data, size_t size) {
 
 Result<uint64_t> EventReader::drain() {
   drained_ = 0;
-  int rc = ring_buffer__consume(ring_);
+  int rc = ring_buffer__consume(ring_.get());
   if (rc < 0) return runtime_error("read the BPF ring buffer", -rc);
   return drained_;
 }

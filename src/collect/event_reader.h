@@ -21,7 +21,6 @@ class EventReader {
   // --slowest/--slower-than: also drains the slow_calls ring (same epoll fd).
   using SlowHandler = std::function<void(const fl_slow_call& call)>;
   Result<void> add_slow_calls(int ringbuf_fd, SlowHandler handler);
-  ~EventReader();
   EventReader(const EventReader&) = delete;
   EventReader& operator=(const EventReader&) = delete;
 
@@ -36,7 +35,8 @@ class EventReader {
   static int on_slow_record(void* context, void* data, size_t size);
   Handler handler_;
   SlowHandler slow_handler_;
-  ring_buffer* ring_ = nullptr;
+  // Freed by ring_buffer__free (as probe/exec_watch.h holds its own ring).
+  std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> ring_{nullptr, nullptr};
   uint64_t drained_ = 0;
 };
 

@@ -16,6 +16,7 @@
 #include "collect/kernel_slots.h"
 #include "collect/mode_policy.h"
 #include "collect/slow_thresholds.h"
+#include "collect/tracing_choices.h"
 #include "common/error.h"
 #include "model/sink.h"
 #include "probe/bpf_object.h"
@@ -23,8 +24,6 @@
 struct fl_slow_call;
 
 namespace funclatency {
-
-enum class ModeChoice { kAuto, kEvents, kKernel };
 
 struct SessionOptions {
   std::chrono::milliseconds interval{0};  // 0: report only at exit

@@ -3,6 +3,7 @@
 #include "histogram/latency_histogram.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 extern "C" {
@@ -27,13 +28,13 @@ uint64_t LatencyHistogram::bucket_low(uint32_t bucket) {
   return fl_bucket_low(bucket);
 }
 
-std::optional<uint64_t> LatencyHistogram::min() const {
+std::optional<uint64_t> LatencyHistogram::known_min_ns() const {
   if (count_ == 0 || min_ns_ == UINT64_MAX) return std::nullopt;
   return min_ns_;
 }
 
-std::optional<uint64_t> LatencyHistogram::max() const {
-  if (!min()) return std::nullopt;
+std::optional<uint64_t> LatencyHistogram::known_max_ns() const {
+  if (!known_min_ns()) return std::nullopt;
   return max_ns_;
 }
 
@@ -66,6 +67,21 @@ void LatencyHistogram::merge(const LatencyHistogram& other) {
   min_ns_ = std::min(min_ns_, other.min_ns_);
 }
 
+std::optional<LatencyHistogram> LatencyHistogram::since(const LatencyHistogram& earlier) const {
+  if (count_ < earlier.count_ || sum_ns_ < earlier.sum_ns_) return std::nullopt;
+  std::array<uint64_t, kNumBuckets> buckets{};
+  const auto now = this->buckets();
+  const auto before = earlier.buckets();
+  for (uint32_t i = 0; i < kNumBuckets; i++) {
+    if (now[i] < before[i]) return std::nullopt;
+    buckets[i] = now[i] - before[i];
+  }
+  LatencyHistogram difference(unit_ns_);
+  // min/max of the difference are unknown (0 = not applied).
+  difference.add_counts(buckets, count_ - earlier.count_, sum_ns_ - earlier.sum_ns_, 0, 0);
+  return difference;
+}
+
 void LatencyHistogram::clear() {
   *this = LatencyHistogram(unit_ns_);
 }
@@ -84,8 +100,8 @@ uint64_t LatencyHistogram::percentile_ns(double q) const {
     uint64_t high_unit_excl = i + 1 < kNumBuckets ? fl_bucket_low(i + 1) : low_unit * 2;
     // The bucket covers durations [low_unit, high_unit_excl) * unit_ns.
     uint64_t mid_ns = (low_unit + high_unit_excl) * unit_ns_ / 2;
-    if (!min()) return mid_ns;
-    return std::clamp(mid_ns, *min(), *max());
+    if (!known_min_ns()) return mid_ns;
+    return std::clamp(mid_ns, *known_min_ns(), *known_max_ns());
   }
   return max_ns_;
 }

@@ -55,17 +55,22 @@ class LatencyHistogram {
   void add_counts(std::span<const uint64_t, kNumBuckets> buckets, uint64_t count, uint64_t sum_ns,
                   uint64_t min_ns, uint64_t max_ns);
   void merge(const LatencyHistogram& other);
+  // The calls in this running total that are not in `earlier`, an earlier
+  // value of the same total: the difference of every count and of the sum,
+  // min and max unknown. Nothing when `earlier` is not below this one in
+  // every count (totals only grow: it was another total, or one restarted).
+  std::optional<LatencyHistogram> since(const LatencyHistogram& earlier) const;
   void clear();
 
   uint64_t unit_ns() const { return unit_ns_; }
   uint64_t count() const { return count_; }
   uint64_t sum_ns() const { return sum_ns_; }
-  // The shortest and longest call; nullopt without calls, or when they are
-  // not known (a histogram made only of add_counts without min/max, such as
-  // a difference of totals).
-  std::optional<uint64_t> min() const;
-  std::optional<uint64_t> max() const;
-  // As printed: 0 without calls; UINT64_MAX and 0 when not known (min()).
+  // The shortest and longest call where known: nullopt without calls, or
+  // when they are not known (a histogram made only of add_counts without
+  // min/max, such as a difference of totals, since()). OTLP sends only these.
+  std::optional<uint64_t> known_min_ns() const;
+  std::optional<uint64_t> known_max_ns() const;
+  // As printed: 0 without calls; UINT64_MAX and 0 when not known.
   uint64_t min_ns() const { return count_ ? min_ns_ : 0; }
   uint64_t max_ns() const { return max_ns_; }
   double mean_ns() const { return count_ ? static_cast<double>(sum_ns_) / count_ : 0.0; }

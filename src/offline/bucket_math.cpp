@@ -2,12 +2,11 @@
 #include "offline/bucket_math.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 #include "histogram/latency_histogram.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 
 std::optional<uint64_t> unit_of_buckets(const std::vector<Bucket>& buckets) {
   if (buckets.empty()) return uint64_t{0};
@@ -20,9 +19,11 @@ std::optional<uint64_t> unit_of_buckets(const std::vector<Bucket>& buckets) {
         break;
       }
       const uint64_t low = b.low_ns / unit, high = end / unit;
-      // Row 0 is [0, 2); row r is [2^r, 2^(r+1)).
-      const bool row = low == 0 ? high == 2 : std::has_single_bit(low) && high == 2 * low;
-      if (!row) {
+      // One of the histogram's log2 rows, or row 0's upper half [1, 2) (its
+      // power-of-two split, LatencyHistogram::power_of_two_counts).
+      const uint32_t row = LatencyHistogram::row_of(low);
+      if (high != LatencyHistogram::row_end(row) ||
+          (low != LatencyHistogram::row_low(row) && low != 1)) {
         fits = false;
         break;
       }
@@ -44,8 +45,8 @@ uint64_t row_high_ns(uint32_t row, uint64_t unit_ns) {
   return LatencyHistogram::row_end(row) * unit_ns - 1;
 }
 
-RowCounts row_counts(const Histogram& histogram, uint64_t unit_ns) {
-  RowCounts rows;
+RecordedRows row_counts(const RecordedHistogram& histogram, uint64_t unit_ns) {
+  RecordedRows rows;
   for (const Bucket& b : histogram.buckets) {
     const uint32_t row = row_of(b.low_ns, unit_ns);
     if (rows.size() <= row) rows.resize(row + 1, 0);
@@ -54,24 +55,24 @@ RowCounts row_counts(const Histogram& histogram, uint64_t unit_ns) {
   return rows;
 }
 
-void add_rows(RowCounts& into, const RowCounts& from) {
+void add_rows(RecordedRows& into, const RecordedRows& from) {
   if (into.size() < from.size()) into.resize(from.size(), 0);
   for (size_t i = 0; i < from.size(); ++i) into[i] += from[i];
 }
 
-uint64_t total_of(const RowCounts& rows) {
+uint64_t total_of(const RecordedRows& rows) {
   uint64_t total = 0;
   for (uint64_t count : rows) total += count;
   return total;
 }
 
-Histogram merged(const Histogram& a, const Histogram& b, uint64_t unit_ns) {
-  Histogram out;
+RecordedHistogram merged(const RecordedHistogram& a, const RecordedHistogram& b, uint64_t unit_ns) {
+  RecordedHistogram out;
   out.count = a.count + b.count;
   out.sum_ns = a.sum_ns + b.sum_ns;
   out.min_ns = a.count == 0 ? b.min_ns : b.count == 0 ? a.min_ns : std::min(a.min_ns, b.min_ns);
   out.max_ns = std::max(a.max_ns, b.max_ns);
-  RowCounts rows = row_counts(a, unit_ns);
+  RecordedRows rows = row_counts(a, unit_ns);
   add_rows(rows, row_counts(b, unit_ns));
   for (uint32_t row = 0; row < rows.size(); ++row) {
     if (rows[row] == 0) continue;
@@ -80,7 +81,7 @@ Histogram merged(const Histogram& a, const Histogram& b, uint64_t unit_ns) {
   return out;
 }
 
-double estimate_quantile_ns(const RowCounts& rows, uint64_t unit_ns, double q, uint64_t min_ns,
+double estimate_quantile_ns(const RecordedRows& rows, uint64_t unit_ns, double q, uint64_t min_ns,
                             uint64_t max_ns) {
   const uint64_t total = total_of(rows);
   if (total == 0) return 0;
@@ -104,7 +105,7 @@ double estimate_quantile_ns(const RowCounts& rows, uint64_t unit_ns, double q, u
   return value;
 }
 
-double quantile_ns(const Histogram& histogram, uint64_t unit_ns, double q) {
+double quantile_ns(const RecordedHistogram& histogram, uint64_t unit_ns, double q) {
   const std::optional<uint64_t>* recorded = nullptr;
   if (q == 0.50) recorded = &histogram.p50_ns;
   if (q == 0.95) recorded = &histogram.p95_ns;
@@ -114,4 +115,4 @@ double quantile_ns(const Histogram& histogram, uint64_t unit_ns, double q) {
                               histogram.max_ns);
 }
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace funclatency::report {
+namespace funclatency::offline {
 namespace {
 
 std::string ratio_text(double before, double after) {
@@ -104,4 +104,4 @@ std::string format_diff_json(const DiffResult& result) {
   return out.dump(2) + "\n";
 }
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

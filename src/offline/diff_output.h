@@ -6,7 +6,7 @@
 
 #include "offline/run_diff.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 
 std::string format_diff_table(const DiffResult& result, uint64_t unit_ns);
 std::string format_diff_json(const DiffResult& result);
@@ -14,4 +14,4 @@ std::string format_diff_json(const DiffResult& result);
 // "1.23 ms", "456 us": a duration in the unit that reads best.
 std::string format_duration(double ns);
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

@@ -14,7 +14,7 @@
 #include "offline/bucket_math.h"
 #include "offline/diff_output.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 namespace {
 
 constexpr double kLeft = 110, kRight = 20, kTop = 28, kBottom = 44, kPlotWidth = 900;
@@ -85,7 +85,7 @@ std::string row_label(uint32_t row, uint64_t unit_ns) {
 // One heatmap column: one interval, or several summed.
 struct Column {
   size_t first = 0, last = 0;  // interval indexes, inclusive
-  RowCounts rows;
+  RecordedRows rows;
   uint64_t count = 0;
   uint64_t lost = 0, lost_unreturned = 0, lost_depth = 0, lost_ringbuf = 0;
   double p50 = 0, p95 = 0, p99 = 0;
@@ -101,7 +101,7 @@ std::vector<Column> make_columns(const Series& series, uint64_t unit_ns, size_t 
     Column& column = out[c];
     column.first = c * n / columns;
     column.last = (c + 1) * n / columns - 1;
-    Histogram all;
+    RecordedHistogram all;
     for (size_t i = column.first; i <= column.last; ++i) {
       const Record& r = series.intervals[i];
       all = column.first == column.last ? r.wall : merged(all, r.wall, unit_ns);
@@ -125,13 +125,13 @@ std::vector<Column> make_columns(const Series& series, uint64_t unit_ns, size_t 
 }
 
 // The whole run of one series: its total, or its intervals merged.
-Histogram series_total(const Series& series, uint64_t unit_ns,
-                       std::optional<Histogram> Record::*part = nullptr) {
+RecordedHistogram series_total(const Series& series, uint64_t unit_ns,
+                               std::optional<RecordedHistogram> Record::*part = nullptr) {
   if (series.total) {
     if (!part) return series.total->wall;
     if ((*series.total).*part) return *((*series.total).*part);
   }
-  Histogram all;
+  RecordedHistogram all;
   for (const Record& r : series.intervals) {
     if (!part) {
       all = merged(all, r.wall, unit_ns);
@@ -142,9 +142,9 @@ Histogram series_total(const Series& series, uint64_t unit_ns,
   return all;
 }
 
-LostCalls series_lost(const Series& series) {
+RecordedLost series_lost(const Series& series) {
   if (series.total) return series.total->lost;
-  LostCalls lost;
+  RecordedLost lost;
   for (const Record& r : series.intervals) {
     lost.total += r.lost.total;
     lost.unreturned += r.lost.unreturned;
@@ -376,8 +376,8 @@ std::string heatmap(const Series& series, const std::vector<Column>& columns, ui
   return svg + "</svg>\n";
 }
 
-std::string total_histogram(const Histogram& total, uint64_t unit_ns) {
-  const RowCounts rows = row_counts(total, unit_ns);
+std::string total_histogram(const RecordedHistogram& total, uint64_t unit_ns) {
+  const RecordedRows rows = row_counts(total, unit_ns);
   uint32_t first = 0;
   while (first < rows.size() && rows[first] == 0) ++first;
   if (first >= rows.size()) return "";
@@ -403,7 +403,7 @@ std::string total_histogram(const Histogram& total, uint64_t unit_ns) {
   return svg + "</svg>\n";
 }
 
-std::string stats_cells(const Histogram& h, uint64_t unit_ns) {
+std::string stats_cells(const RecordedHistogram& h, uint64_t unit_ns) {
   if (h.count == 0) return "<td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>";
   const double mean = static_cast<double>(h.sum_ns) / static_cast<double>(h.count);
   return fmt::format(
@@ -415,8 +415,8 @@ std::string stats_cells(const Histogram& h, uint64_t unit_ns) {
       format_duration(quantile_ns(h, unit_ns, 0.99)));
 }
 
-std::string summary_table(const Series& series, const Histogram& total, uint64_t unit_ns) {
-  const LostCalls lost = series_lost(series);
+std::string summary_table(const Series& series, const RecordedHistogram& total, uint64_t unit_ns) {
+  const RecordedLost lost = series_lost(series);
   std::set<std::string> modes;
   for (const Record& r : series.intervals) {
     if (!r.mode.empty()) modes.insert(r.mode);
@@ -500,7 +500,7 @@ std::string render_html(const Run& run, const HtmlOptions& options) {
       run.interval_records, unit_name(run.unit_ns));
   const double start = run_start(run);
   for (const Series& series : run.series) {
-    const Histogram total = series_total(series, run.unit_ns);
+    const RecordedHistogram total = series_total(series, run.unit_ns);
     html += fmt::format("<section class=\"function\" data-symbol=\"{}\">\n<h2>{}</h2>\n",
                         escape(series.key.symbol), escape(series.key.label()));
     html += summary_table(series, total, run.unit_ns);
@@ -519,4 +519,4 @@ std::string render_html(const Run& run, const HtmlOptions& options) {
   return html + "</body></html>\n";
 }
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

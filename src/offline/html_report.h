@@ -8,7 +8,7 @@
 
 #include "offline/run_reader.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 
 struct HtmlOptions {
   // More intervals than this are summed into this many columns.
@@ -18,4 +18,4 @@ struct HtmlOptions {
 
 std::string render_html(const Run& run, const HtmlOptions& options = {});
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

@@ -11,8 +11,8 @@ namespace {
 
 int run_offline(int argc, char** argv) {
   CLI::App app{"funclatency: offline views of a run's --json output", "funclatency"};
-  report::OfflineCommand command;
-  report::add_offline_commands(app, command);
+  offline::OfflineCommand command;
+  offline::add_offline_commands(app, command);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -26,12 +26,12 @@ int run_offline(int argc, char** argv) {
     return error.exit_code();
   };
   if (command.report->parsed()) {
-    auto written = report::run_report(command.report_args);
+    auto written = offline::run_report(command.report_args);
     if (!written) return fail(written.error());
     if (!written->empty()) std::fprintf(stderr, "%s\n", written->c_str());
     return 0;
   }
-  auto diff = report::run_diff(command.diff_args);
+  auto diff = offline::run_diff(command.diff_args);
   if (!diff) return fail(diff.error());
   std::fputs(diff->text.c_str(), stdout);
   return diff->gate_failed ? 3 : 0;

@@ -6,11 +6,12 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "common/unique_handle.h"
 #include "offline/diff_output.h"
 #include "offline/html_report.h"
 #include "offline/run_reader.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 
 void add_offline_commands(CLI::App& app, OfflineCommand& command) {
   command.report = app.add_subcommand(
@@ -62,11 +63,12 @@ Result<std::string> run_report(const ReportArgs& args) {
     }
     return std::string();
   }
-  std::FILE* file = std::fopen(output.c_str(), "w");
+  UniqueHandle<std::FILE, ::fclose> file(std::fopen(output.c_str(), "w"));
   if (!file) return bad_input(fmt::format("create {}", output), "choose another -o path", errno);
-  const bool written = std::fwrite(html.data(), 1, html.size(), file) == html.size();
+  const bool written = std::fwrite(html.data(), 1, html.size(), file.get()) == html.size();
   const int write_errno = errno;
-  if (std::fclose(file) != 0 || !written) {
+  // Closed here, not by the handle: a write the close finishes can fail.
+  if (std::fclose(file.release()) != 0 || !written) {
     return runtime_error(fmt::format("write {}", output), written ? errno : write_errno);
   }
   size_t intervals = 0;
@@ -95,4 +97,4 @@ Result<DiffOutcome> run_diff(const DiffArgs& args) {
   return outcome;
 }
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

@@ -10,7 +10,7 @@
 #include "common/error.h"
 #include "offline/run_diff.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 
 struct ReportArgs {
   std::string input;
@@ -43,4 +43,4 @@ struct DiffOutcome {
 };
 Result<DiffOutcome> run_diff(const DiffArgs& args);
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

@@ -15,7 +15,7 @@
 
 #include "offline/bucket_math.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 namespace {
 
 constexpr double kMinExpected = 5;
@@ -23,10 +23,10 @@ constexpr double kMinExpected = 5;
 // A function's calls in one run: its merged series.
 struct Pooled {
   bool present = false;
-  RowCounts rows;                  // all calls
-  std::vector<RowCounts> batches;  // per interval record with calls
+  RecordedRows rows;                  // all calls
+  std::vector<RecordedRows> batches;  // per interval record with calls
   DiffSide side;
-  Histogram single_total;  // when the function is one series with a total
+  RecordedHistogram single_total;  // when the function is one series with a total
   bool has_single_total = false;
 };
 
@@ -34,11 +34,11 @@ using FunctionKey = std::pair<std::string, std::string>;  // symbol, binary base
 
 // A record's histogram that a comparison is about: the wall time, or (--self)
 // the self time, absent in records without it.
-using Pick = const Histogram* (*)(const Record&);
-const Histogram* wall_of(const Record& record) {
+using Pick = const RecordedHistogram* (*)(const Record&);
+const RecordedHistogram* wall_of(const Record& record) {
   return &record.wall;
 }
-const Histogram* self_of(const Record& record) {
+const RecordedHistogram* self_of(const Record& record) {
   return record.self ? &*record.self : nullptr;
 }
 
@@ -61,11 +61,11 @@ std::map<FunctionKey, Pooled> pool(const Run& run, Pick pick = wall_of,
     Pooled& p = pooled[key];
     p.present = true;
     ++series_count[key];
-    Histogram all;
+    RecordedHistogram all;
     uint64_t lost = 0;
     for (const Record& record : series.intervals) {
       lost += record.lost.total;
-      const Histogram* h = pick(record);
+      const RecordedHistogram* h = pick(record);
       if (!h || h->count == 0) continue;
       p.batches.push_back(row_counts(*h, run.unit_ns));
       if (!series.total) all = merged(all, *h, run.unit_ns);
@@ -113,7 +113,7 @@ void test_function(FunctionDiff& diff, const Pooled& base, const Pooled& now) {
   double scatter = 0, df = 0;
   for (const Pooled* run : {&base, &now}) {
     std::vector<std::vector<double>> batches;
-    for (const RowCounts& batch : run->batches) batches.push_back(grouped(batch, starts));
+    for (const RecordedRows& batch : run->batches) batches.push_back(grouped(batch, starts));
     double run_df = 0;
     scatter += interval_scatter(batches, run_df);
     df += run_df;
@@ -347,4 +347,4 @@ DiffResult diff_runs(const Run& base, const Run& now, const DiffOptions& options
   return result;
 }
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

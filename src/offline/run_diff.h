@@ -11,7 +11,7 @@
 #include "common/error.h"
 #include "offline/run_reader.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 
 struct DiffOptions {
   double alpha = 0.01;       // family-wise, split over the functions (Bonferroni)
@@ -82,4 +82,4 @@ double superiority(const std::vector<uint64_t>& base, const std::vector<uint64_t
 double chi_square_q(double x, double df);
 double f_q(double x, double df1, double df2);
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

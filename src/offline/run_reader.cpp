@@ -16,7 +16,7 @@
 #include "model/json_record.h"
 #include "offline/bucket_math.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 namespace {
 
 namespace field = json_record;
@@ -93,8 +93,9 @@ Result<std::vector<Bucket>> read_buckets(const json& object, const Place& at,
 }
 
 // The histogram fields of `object` (a record, or its oncpu/runnable/blocked).
-Result<Histogram> read_histogram(const json& object, const Place& at, std::string_view within) {
-  Histogram h;
+Result<RecordedHistogram> read_histogram(const json& object, const Place& at,
+                                         std::string_view within) {
+  RecordedHistogram h;
   auto count = unsigned_field(object, field::kCount, at, within);
   if (!count) return std::unexpected(count.error());
   h.count = *count;
@@ -129,8 +130,8 @@ Result<Histogram> read_histogram(const json& object, const Place& at, std::strin
   return h;
 }
 
-Result<LostCalls> read_lost(const json& object, const Place& at) {
-  LostCalls lost;
+Result<RecordedLost> read_lost(const json& object, const Place& at) {
+  RecordedLost lost;
   for (auto [key, into] :
        {std::pair{field::kLost, &lost.total}, std::pair{field::kLostUnreturned, &lost.unreturned},
         std::pair{field::kLostDepth, &lost.depth}, std::pair{field::kLostRingbuf, &lost.ringbuf}}) {
@@ -218,7 +219,7 @@ std::optional<double> parse_rfc3339(const std::string& text) {
 }
 
 struct ParsedLine {
-  SeriesKey key;
+  RecordedSeriesKey key;
   Record record;
 };
 
@@ -292,7 +293,7 @@ Result<std::optional<ParsedLine>> parse_line(std::string_view line, const Place&
 
 // Checks one histogram's rows against the run's unit (taken from the first
 // record that has rows).
-Result<void> check_unit(const Histogram& h, uint64_t& unit_ns, const Place& at) {
+Result<void> check_unit(const RecordedHistogram& h, uint64_t& unit_ns, const Place& at) {
   auto unit = unit_of_buckets(h.buckets);
   if (!unit) return at.fail("\"log2_buckets\" are not log2 rows of ns, usec or msec");
   if (*unit == 0) return {};
@@ -306,7 +307,7 @@ Result<void> check_unit(const Histogram& h, uint64_t& unit_ns, const Place& at) 
 
 }  // namespace
 
-std::string SeriesKey::label() const {
+std::string RecordedSeriesKey::label() const {
   std::string text = fmt::format("{} ({}", symbol, basename_of(binary));
   if (pid) text += fmt::format(", pid {}", *pid);
   if (!comm.empty()) text += ", " + comm;
@@ -341,7 +342,7 @@ Result<Run> parse_run(std::string_view text, std::string_view name) {
     if (!parsed) return std::unexpected(parsed.error());
     if (!*parsed) continue;
     Record& record = (*parsed)->record;
-    for (const Histogram* h :
+    for (const RecordedHistogram* h :
          {&record.wall, record.oncpu ? &*record.oncpu : nullptr,
           record.runnable ? &*record.runnable : nullptr,
           record.blocked ? &*record.blocked : nullptr, record.self ? &*record.self : nullptr}) {
@@ -350,7 +351,7 @@ Result<Run> parse_run(std::string_view text, std::string_view name) {
       if (!unit) return std::unexpected(unit.error());
     }
     ++records;
-    SeriesKey& key = (*parsed)->key;
+    RecordedSeriesKey& key = (*parsed)->key;
     auto series = std::find_if(run.series.begin(), run.series.end(),
                                [&](const Series& s) { return s.key == key; });
     if (series == run.series.end()) {
@@ -392,4 +393,4 @@ Result<Run> read_run_file(const std::string& path) {
   return parse_run(text.str(), path);
 }
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

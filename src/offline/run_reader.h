@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 
 // One non-empty log2 row of a record, edges in ns (high inclusive).
 struct Bucket {
@@ -22,7 +22,7 @@ struct Bucket {
 };
 
 // The histogram fields of a record (the wall time, or one CPU-split part).
-struct Histogram {
+struct RecordedHistogram {
   uint64_t count = 0;
   uint64_t sum_ns = 0;
   uint64_t min_ns = 0;
@@ -32,7 +32,7 @@ struct Histogram {
   std::vector<Bucket> buckets;  // ascending, as written
 };
 
-struct LostCalls {
+struct RecordedLost {
   uint64_t total = 0, unreturned = 0, depth = 0, ringbuf = 0;
 };
 
@@ -50,15 +50,15 @@ struct Record {
   std::string time;               // RFC 3339, as written
   std::optional<double> epoch_s;  // parsed from `time` when it parses
   std::string mode;               // "events", "kernel", "mixed", or empty
-  Histogram wall;
-  LostCalls lost;
-  std::optional<Histogram> oncpu, runnable, blocked;  // --cpu-split
-  std::optional<Histogram> self;                      // --self: the calls' exclusive time
+  RecordedHistogram wall;
+  RecordedLost lost;
+  std::optional<RecordedHistogram> oncpu, runnable, blocked;  // --cpu-split
+  std::optional<RecordedHistogram> self;                      // --self: the calls' exclusive time
   std::vector<Exemplar> exemplars;
 };
 
 // What tells series apart: the function, and the per-series fields if any.
-struct SeriesKey {
+struct RecordedSeriesKey {
   std::string symbol;
   std::string binary;
   std::optional<int64_t> pid;
@@ -71,11 +71,11 @@ struct SeriesKey {
 
   // "slow_op (target-app, pid 12)", "open (libc.so.6, retval -ENOENT)"
   std::string label() const;
-  bool operator==(const SeriesKey&) const = default;
+  bool operator==(const RecordedSeriesKey&) const = default;
 };
 
 struct Series {
-  SeriesKey key;
+  RecordedSeriesKey key;
   std::vector<Record> intervals;  // in file order
   std::optional<Record> total;
 };
@@ -97,4 +97,4 @@ std::string_view unit_name(uint64_t unit_ns);
 // The part of a path after its last '/'.
 std::string_view basename_of(std::string_view path);
 
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

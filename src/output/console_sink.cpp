@@ -275,21 +275,13 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
 }
 
 void ConsoleSink::write(const Report& report) {
-  if (broken_) return;
+  if (broken()) return;
   if (report.kind == Report::Kind::kTotal && !options_.print_total) return;
   print(format_report(report, options_));
 }
 
 void ConsoleSink::write_slow_call(const SlowCallReport& slow) {
   print(format_slow_call(slow, options_.slow_call_stacks));
-}
-
-void ConsoleSink::print(const std::string& text) {
-  if (broken_) return;
-  if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0) {
-    // Most often EPIPE: the reader (e.g. `| head`) went away.
-    broken_ = true;
-  }
 }
 
 }  // namespace funclatency

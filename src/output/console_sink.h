@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/sink.h"
+#include "output/stream_sink.h"
 
 namespace funclatency {
 
@@ -24,19 +25,15 @@ struct ConsoleOptions {
   bool slow_call_stacks = false;
 };
 
-class ConsoleSink : public Sink {
+class ConsoleSink : public StreamSink {
  public:
-  ConsoleSink(std::FILE* out, ConsoleOptions options) : out_(out), options_(std::move(options)) {}
+  ConsoleSink(std::FILE* out, ConsoleOptions options)
+      : StreamSink(out), options_(std::move(options)) {}
   void write(const Report& report) override;
   void write_slow_call(const SlowCallReport& slow) override;
-  bool broken() const override { return broken_; }
 
  private:
-  void print(const std::string& text);
-
-  std::FILE* out_;
   ConsoleOptions options_;
-  bool broken_ = false;
 };
 
 // Pure formatting, for tests and for the sink.

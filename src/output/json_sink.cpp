@@ -190,7 +190,7 @@ nlohmann::json agent_to_json(const Report& report, const AgentStatus& agent) {
 }
 
 void JsonSink::write(const Report& report) {
-  if (broken_) return;
+  if (broken()) return;
   std::string text;
   for (const auto& function : report.functions) {
     text += record_text(function_to_json(report, function));
@@ -201,13 +201,6 @@ void JsonSink::write(const Report& report) {
 
 void JsonSink::write_slow_call(const SlowCallReport& slow) {
   print(record_text(slow_call_report_to_json(slow)));
-}
-
-void JsonSink::print(const std::string& text) {
-  if (broken_) return;
-  if (std::fwrite(text.data(), 1, text.size(), out_) != text.size() || std::fflush(out_) != 0) {
-    broken_ = true;
-  }
 }
 
 }  // namespace funclatency

@@ -26,21 +26,15 @@
 #include <string>
 
 #include "model/sink.h"
+#include "output/stream_sink.h"
 
 namespace funclatency {
 
-class JsonSink : public Sink {
+class JsonSink : public StreamSink {
  public:
-  explicit JsonSink(std::FILE* out) : out_(out) {}
+  explicit JsonSink(std::FILE* out) : StreamSink(out) {}
   void write(const Report& report) override;
   void write_slow_call(const SlowCallReport& slow) override;
-  bool broken() const override { return broken_; }
-
- private:
-  void print(const std::string& text);
-
-  std::FILE* out_;
-  bool broken_ = false;
 };
 
 }  // namespace funclatency

@@ -34,7 +34,7 @@ inline constexpr std::string_view kOncpu = "function_oncpu_ms";         // --cpu
 inline constexpr std::string_view kRunnable = "function_runnable_ms";   // --cpu-split
 inline constexpr std::string_view kBlocked = "function_blocked_ms";     // --cpu-split
 inline constexpr std::string_view kSelfTime = "function_self_time_ms";  // --self
-inline constexpr std::string_view kLostCalls = "function_lost_calls";
+inline constexpr std::string_view kFunctionLostCalls = "function_lost_calls";
 inline constexpr std::string_view kRingbufDroppedCalls = "ringbuf_dropped_calls";
 
 // What the tool says of itself: funclatency_*, never prefixed.

@@ -49,7 +49,7 @@ struct DwarfUnwinder::State {
   bool attached = false;
   size_t modules = 0;
   // The walk under way.
-  const fl_user_regs* regs = nullptr;
+  const UserRegisters* regs = nullptr;
   const MemoryWindow* stack = nullptr;
 
   static pid_t next_thread(Dwfl*, void* arg, void** thread_arg) {
@@ -70,7 +70,7 @@ struct DwarfUnwinder::State {
     return true;
   }
   static bool set_initial_registers(Dwfl_Thread* thread, void* arg) {
-    const fl_user_regs& regs = *static_cast<State*>(arg)->regs;
+    const UserRegisters& regs = *static_cast<State*>(arg)->regs;
     // Only what the probe saved: the other registers stay unknown, so CFI
     // that needs them ends the walk instead of using made-up values.
     const Dwarf_Word rbx = regs.bx;
@@ -147,7 +147,7 @@ int visit_frame(Dwfl_Frame* frame, void* arg) {
 
 }  // namespace
 
-void DwarfUnwinder::walk(const fl_user_regs& regs, const MemoryWindow& stack, size_t max_frames,
+void DwarfUnwinder::walk(const UserRegisters& regs, const MemoryWindow& stack, size_t max_frames,
                          const FrameVisitor& visit) {
   if (max_frames == 0) return;
   State& state = *state_;

@@ -11,9 +11,21 @@
 #include <span>
 #include <string>
 
-#include "bpf/funclatency.h"
-
 namespace funclatency {
+
+// The registers a walk starts from: those the probes copy (fl_user_regs,
+// filled by whoever reads the records), the only ones a walk can know. A
+// plain aggregate, as the record's is: value-initialize it (`regs{}`).
+struct UserRegisters {
+  uint64_t ip;
+  uint64_t sp;
+  uint64_t bp;
+  uint64_t bx;
+  uint64_t r12;
+  uint64_t r13;
+  uint64_t r14;
+  uint64_t r15;
+};
 
 // A copy of a process's memory: bytes[i] was at address base + i.
 struct MemoryWindow {
@@ -46,7 +58,7 @@ class DwarfUnwinder {
   // and those that called it, until the visitor says stop, a frame cannot be
   // unwound (no CFI and no frame pointer, memory outside `stack`), or
   // `max_frames` were visited. With no file placed, visits only the first.
-  void walk(const fl_user_regs& regs, const MemoryWindow& stack, size_t max_frames,
+  void walk(const UserRegisters& regs, const MemoryWindow& stack, size_t max_frames,
             const FrameVisitor& visit);
 
   struct State;  // libdwfl's handle and the walk under way (the callbacks' argument)

@@ -77,7 +77,7 @@ struct WalkResult {
 // walk must start over (see Stop) or is not a return address (not in
 // executable memory: garbage, dropped), or stands in a pending uretprobe's
 // trampoline ([uprobes]: the real return address is the kernel's, kept).
-WalkResult walk_once(StackResolver::Process& process, const fl_user_regs& start,
+WalkResult walk_once(StackResolver::Process& process, const UserRegisters& start,
                      bool start_is_return, const MemoryWindow& stack, size_t max_frames,
                      bool maps_reread) {
   WalkResult result;
@@ -253,7 +253,7 @@ std::vector<StackFrame> StackResolver::resolve(const StackSample& sample) {
     if (options_.max_frames == 0) return frames;
     Process& proc = process(sample.pid);
     const MemoryWindow stack{sample.regs.sp, sample.stack};
-    fl_user_regs start = sample.regs;
+    UserRegisters start = sample.regs;
     bool start_is_return = true;  // after a uretprobe, regs.ip is a return address
     if (sample.at_ret) {
       // On a `ret`, executing it would only pop the return address: walking

@@ -20,8 +20,8 @@
 #include <tuple>
 #include <vector>
 
-#include "bpf/funclatency.h"
 #include "model/report.h"
+#include "stacks/dwarf_unwinder.h"
 #include "symbols/search_paths.h"
 
 namespace funclatency {
@@ -32,7 +32,7 @@ struct MemoryMapping;
 struct StackSample {
   int pid = 0;
   int tid = 0;
-  fl_user_regs regs{};             // from the record
+  UserRegisters regs{};            // from the record
   std::span<const uint8_t> stack;  // copy of the process's memory [regs.sp, regs.sp + size)
   bool at_ret = false;             // FL_SLOW_AT_RET: ip on the function's `ret`
 };

@@ -3,7 +3,7 @@ keep-alive connections, a client sending one header byte a second, a 1 MB
 header and 1,000 connections opened at once, all held while a scraper asks
 for /metrics. Every scrape gets 200 within SCRAPE_BOUND, and funclatency's
 RSS, thread count and open descriptors stay bounded (the server's limits are
-in src/output/prometheus/http_server.h). Then, at 64 descriptors and over
+in src/http/http_server.h). Then, at 64 descriptors and over
 plain HTTP and TLS alike: silent clients beyond the limit and 10,000
 pipelined requests, with every scrape under 100 ms and the server thread's
 CPU measured; smuggling shapes refused; no request read with privileges and

@@ -10,21 +10,16 @@
 #include <cctype>
 #include <mutex>
 
+#include "common/unique_handle.h"
 #include "output/otlp/otlp_tls.h"
 #include "output/otlp/otlp_transport.h"
 
 namespace funclatency {
 namespace {
 
-struct CurlEasyDeleter {
-  void operator()(CURL* handle) const { curl_easy_cleanup(handle); }
-};
-struct CurlMultiDeleter {
-  void operator()(CURLM* handle) const { curl_multi_cleanup(handle); }
-};
-struct CurlListDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
+using OwnedEasy = UniqueHandle<CURL, curl_easy_cleanup>;
+using OwnedMulti = UniqueHandle<CURLM, curl_multi_cleanup>;
+using OwnedList = UniqueHandle<curl_slist, curl_slist_free_all>;
 
 struct ResponseCapture {
   std::string body;
@@ -67,9 +62,9 @@ class HttpTransport final : public OtlpTransport {
     auto body = encode(request);
     if (!body) return {ExportOutcome::Status::kPermanent, body.error().message()};
 
-    std::unique_ptr<CURL, CurlEasyDeleter> easy(curl_easy_init());
+    OwnedEasy easy(curl_easy_init());
     if (!easy) return {ExportOutcome::Status::kRetryable, "curl_easy_init failed"};
-    std::unique_ptr<curl_slist, CurlListDeleter> headers;
+    OwnedList headers;
     auto add_header = [&](const std::string& line) {
       headers.reset(curl_slist_append(headers.release(), line.c_str()));
     };
@@ -201,7 +196,7 @@ class HttpTransport final : public OtlpTransport {
 
   OtlpOptions options_;
   OtlpTlsMaterial tls_;
-  std::unique_ptr<CURLM, CurlMultiDeleter> multi_;
+  OwnedMulti multi_;
   std::atomic<bool> aborted_{false};
 };
 

@@ -108,8 +108,8 @@ void fill_resource(opentelemetry::proto::resource::v1::Resource* resource,
 // optional, so such points go without.
 template <typename Point>
 void fill_min_max(Point* point, const LatencyHistogram& histogram, double ns_per_unit) {
-  if (auto min = histogram.min()) point->set_min(static_cast<double>(*min) / ns_per_unit);
-  if (auto max = histogram.max()) point->set_max(static_cast<double>(*max) / ns_per_unit);
+  if (auto min = histogram.known_min_ns()) point->set_min(static_cast<double>(*min) / ns_per_unit);
+  if (auto max = histogram.known_max_ns()) point->set_max(static_cast<double>(*max) / ns_per_unit);
 }
 
 template <typename Point>
@@ -317,7 +317,7 @@ void add_self_time_metric(metrics_pb::ScopeMetrics* scope, const Report& report,
 uint64_t add_lost_calls_metric(metrics_pb::ScopeMetrics* scope, const Report& report,
                                const OtlpOptions& options, bool delta, uint64_t start_ns,
                                uint64_t time_ns) {
-  auto* lost = add_monotonic_sum(scope, kLostCallsMetricName,
+  auto* lost = add_monotonic_sum(scope, kFunctionLostCallsMetricName,
                                  "Calls that were not timed, by reason: unreturned (exception, "
                                  "longjmp, return probe limit), depth (nested too deep), ringbuf "
                                  "(ring buffer full)",

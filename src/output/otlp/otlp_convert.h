@@ -98,7 +98,7 @@ inline constexpr std::string_view kBlockedMetricName = metric_names::kBlocked;
 // metric of its own, not an attribute of the latency one, so a sum over
 // function_latency_ms stays a count of calls).
 inline constexpr std::string_view kSelfTimeMetricName = metric_names::kSelfTime;
-inline constexpr std::string_view kLostCallsMetricName = metric_names::kLostCalls;
+inline constexpr std::string_view kFunctionLostCallsMetricName = metric_names::kFunctionLostCalls;
 inline constexpr std::string_view kRingbufDroppedMetricName = metric_names::kRingbufDroppedCalls;
 inline constexpr std::string_view kFailedExportsMetricName = metric_names::kOtlpFailedExports;
 inline constexpr std::string_view kDroppedRequestsMetricName = metric_names::kOtlpDroppedRequests;

@@ -21,28 +21,12 @@ bool same_series(const FunctionReport& a, const FunctionReport& b) {
          a.labels == b.labels;
 }
 
-// The calls in `now` that are not in `before`, both running totals of one
-// series. Totals only grow; if one shrank anyway, all of `now` is new.
-std::optional<LatencyHistogram> histogram_difference(const LatencyHistogram& now,
-                                                     const LatencyHistogram& before) {
-  std::array<uint64_t, LatencyHistogram::kNumBuckets> buckets{};
-  if (now.count() < before.count() || now.sum_ns() < before.sum_ns()) return std::nullopt;
-  for (uint32_t i = 0; i < LatencyHistogram::kNumBuckets; i++) {
-    if (now.buckets()[i] < before.buckets()[i]) return std::nullopt;
-    buckets[i] = now.buckets()[i] - before.buckets()[i];
-  }
-  LatencyHistogram difference(now.unit_ns());
-  // min/max of the difference are unknown (0 = not applied).
-  difference.add_counts(buckets, now.count() - before.count(), now.sum_ns() - before.sum_ns(), 0,
-                        0);
-  return difference;
-}
-
 // The calls in running total `now` since `before`, its value at the previous
-// export (none: every call is new).
+// export (none: every call is new). Totals only grow; if one shrank anyway,
+// all of `now` is new.
 LatencyHistogram calls_since(const LatencyHistogram& now, const LatencyHistogram* before) {
   if (!before) return now;
-  return histogram_difference(now, *before).value_or(now);
+  return now.since(*before).value_or(now);
 }
 
 LostCounts lost_difference(const LostCounts& now, const LostCounts& before) {
@@ -86,7 +70,7 @@ OtlpSink::OtlpSink(OtlpOptions options, ExportContext context,
       context_(std::move(context)),
       transport_(std::move(transport)),
       log_(std::move(log)) {
-  sender_ = std::thread([this] { run(); });
+  sender_ = std::jthread([this] { run(); });
 }
 
 OtlpSink::~OtlpSink() {
@@ -111,15 +95,17 @@ void OtlpSink::close() {
     close_deadline_ = Clock::now() + options_.timeout;
   }
   wake_.notify_all();
-  bool done = false;
-  {
-    std::unique_lock lock(mutex_);
-    done = wake_.wait_until(lock, close_deadline_, [this] { return sender_done_; });
+  std::unique_lock lock(mutex_);
+  if (!wake_.wait_until(lock, close_deadline_, [this] { return sender_done_; })) {
+    // A send still in progress at the deadline is cut short, so close()
+    // returns within the export timeout however slow the collector is.
+    lock.unlock();
+    transport_->abort();
+    lock.lock();
+    wake_.wait(lock, [this] { return sender_done_; });
   }
-  // A send still in progress at the deadline is cut short, so close()
-  // returns within the export timeout however slow the collector is.
-  if (!done) transport_->abort();
-  if (sender_.joinable()) sender_.join();
+  // The sender is done with everything but its last notify; the jthread
+  // joins it when the sink goes.
 }
 
 OtlpSinkStats OtlpSink::stats() const {

@@ -90,8 +90,9 @@ class OtlpSink final : public Sink {
   uint64_t dropped_in_streak_ = 0;  // requests dropped in that streak
   std::mt19937_64 jitter_{std::random_device{}()};
 
-  std::thread sender_;
   bool closed_ = false;
+  // Last: joined first when the sink goes, before anything the sender reads.
+  std::jthread sender_;
 };
 
 }  // namespace funclatency

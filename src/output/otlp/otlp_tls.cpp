@@ -9,30 +9,23 @@
 #include <memory>
 #include <sstream>
 
+#include "common/openssl_handles.h"
 #include "common/read_file.h"
 
 namespace funclatency {
 
 namespace {
 
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-
 Result<std::string> read_pem(const std::string& path, std::string_view variable, bool key) {
   auto read = read_whole_file(path);
   if (!read) return bad_input(std::string(variable) + ": cannot read " + path, "", read.error());
   std::string pem = std::move(*read);
-  std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  OwnedBio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   bool parsed = false;
   if (key) {
-    EVP_PKEY* parsed_key = PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr);
-    parsed = parsed_key != nullptr;
-    EVP_PKEY_free(parsed_key);
+    parsed = OwnedKey(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)) != nullptr;
   } else {
-    X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr);
-    parsed = cert != nullptr;
-    X509_free(cert);
+    parsed = OwnedCertificate(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) != nullptr;
   }
   ERR_clear_error();
   if (!parsed) {

@@ -34,7 +34,7 @@ namespace names = metric_names;
 
 MetricNames families(std::string_view prefix) {
   return {names::prometheus_family(names::kLatency, prefix),
-          names::prometheus_family(names::kLostCalls, prefix),
+          names::prometheus_family(names::kFunctionLostCalls, prefix),
           names::prometheus_family(names::kRingbufDroppedCalls, prefix)};
 }
 

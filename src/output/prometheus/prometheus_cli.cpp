@@ -1,6 +1,6 @@
 #include "output/prometheus/prometheus_cli.h"
 
-#include "output/prometheus/listen_address.h"
+#include "http/listen_address.h"
 #include "output/prometheus/prometheus_sink.h"
 
 namespace funclatency {

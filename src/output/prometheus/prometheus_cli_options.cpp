@@ -1,6 +1,6 @@
 #include <CLI/CLI.hpp>
 
-#include "output/prometheus/listen_address.h"
+#include "http/listen_address.h"
 #include "output/prometheus/prometheus_cli.h"
 
 namespace funclatency {

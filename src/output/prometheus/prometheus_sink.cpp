@@ -3,9 +3,9 @@
 #include <atomic>
 #include <mutex>
 
-#include "output/prometheus/basic_auth.h"
+#include "http/basic_auth.h"
+#include "http/tls_server.h"
 #include "output/prometheus/exposition.h"
-#include "output/prometheus/tls_server.h"
 
 namespace funclatency {
 

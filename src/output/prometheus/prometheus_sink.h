@@ -11,10 +11,10 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "http/http_server.h"
+#include "http/listen_address.h"
+#include "http/web_config.h"
 #include "model/sink.h"
-#include "output/prometheus/http_server.h"
-#include "output/prometheus/listen_address.h"
-#include "output/prometheus/web_config.h"
 
 namespace funclatency {
 

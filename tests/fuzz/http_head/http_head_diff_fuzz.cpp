@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "output/prometheus/http_request.h"
+#include "http/http_request.h"
 
 using namespace funclatency;
 

@@ -10,7 +10,7 @@
 #include "offline/run_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace funclatency::report;
+  using namespace funclatency::offline;
   auto run = parse_run(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
   if (!run) {
     if (run.error().context.empty()) std::abort();

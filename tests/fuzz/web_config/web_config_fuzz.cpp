@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "output/prometheus/basic_auth.h"
-#include "output/prometheus/http_request.h"
-#include "output/prometheus/web_config.h"
+#include "http/basic_auth.h"
+#include "http/http_request.h"
+#include "http/web_config.h"
 
 using namespace funclatency;
 

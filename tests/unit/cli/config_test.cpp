@@ -81,17 +81,6 @@ TEST(Config, SlowCallOptions) {
   EXPECT_EQ(bad.error().exit_code(), 2);
 }
 
-TEST(Config, Durations) {
-  EXPECT_EQ(parse_duration_ns("800ns"), 800u);
-  EXPECT_EQ(parse_duration_ns("250us"), 250'000u);
-  EXPECT_EQ(parse_duration_ns("10ms"), 10'000'000u);
-  EXPECT_EQ(parse_duration_ns("1.5s"), 1'500'000'000u);
-  EXPECT_EQ(parse_duration_ns("0ms"), 0u);
-  for (const char* bad : {"", "ms", "10", "1.2.3ms", "-5ms", "10 ms", "10min", ".ms", "1e99s"}) {
-    EXPECT_FALSE(parse_duration_ns(bad)) << bad;
-  }
-}
-
 TEST(FollowTargets, OneTargetPerProgram) {
   auto followed =
       follow_targets_of({"/app/server:handle", "/app/server:db_*", "nginx:ngx_*"}, false);

@@ -206,19 +206,19 @@ TEST(LatencyHistogram, RowEdgesAreThePowersOfTwo) {
 
 TEST(LatencyHistogram, MinMaxAreOptional) {
   LatencyHistogram none(1000);
-  EXPECT_FALSE(none.min());
-  EXPECT_FALSE(none.max());
+  EXPECT_FALSE(none.known_min_ns());
+  EXPECT_FALSE(none.known_max_ns());
   LatencyHistogram recorded(1000);
   recorded.record(3000);
   recorded.record(9000);
-  EXPECT_EQ(recorded.min(), 3000u);
-  EXPECT_EQ(recorded.max(), 9000u);
+  EXPECT_EQ(recorded.known_min_ns(), 3000u);
+  EXPECT_EQ(recorded.known_max_ns(), 9000u);
   // A difference of totals: calls, but no minimum or maximum.
   LatencyHistogram difference(1000);
   difference.add_counts(recorded.buckets(), 2, 12000, 0, 0);
   EXPECT_EQ(difference.count(), 2u);
-  EXPECT_FALSE(difference.min());
-  EXPECT_FALSE(difference.max());
+  EXPECT_FALSE(difference.known_min_ns());
+  EXPECT_FALSE(difference.known_max_ns());
   // Its percentiles are the buckets' middles, not clamped to unknown bounds.
   EXPECT_GE(difference.percentile_ns(0.5), 3000u);
   EXPECT_LE(difference.percentile_ns(0.5), 9000u);
@@ -327,6 +327,45 @@ TEST(LatencyHistogram, MergeKeepsAMinimumOfZero) {
   total.merge(interval);
   EXPECT_EQ(total.count(), 2u);
   EXPECT_EQ(total.min_ns(), 0u);
+}
+
+TEST(LatencyHistogram, SinceIsTheCallsAddedToARunningTotal) {
+  LatencyHistogram before(1000);
+  before.record(5000);
+  before.record(900000);
+  LatencyHistogram now = before;
+  now.record(100);
+  now.record(5000);
+  auto added = now.since(before);
+  ASSERT_TRUE(added);
+  EXPECT_EQ(added->count(), 2u);
+  EXPECT_EQ(added->sum_ns(), 5100u);
+  EXPECT_EQ(added->unit_ns(), 1000u);
+  LatencyHistogram expected(1000);
+  expected.record(100);
+  expected.record(5000);
+  for (uint32_t b = 0; b < LatencyHistogram::kNumBuckets; b++) {
+    EXPECT_EQ(added->buckets()[b], expected.buckets()[b]) << "bucket " << b;
+  }
+  // Which calls were the shortest and longest is not in two totals.
+  EXPECT_EQ(added->known_min_ns(), std::nullopt);
+  EXPECT_EQ(added->known_max_ns(), std::nullopt);
+  // Nothing added: an empty difference.
+  auto none = now.since(now);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->count(), 0u);
+}
+
+TEST(LatencyHistogram, SinceRefusesAnEarlierValueThatIsNotBelow) {
+  LatencyHistogram a(1000), b(1000);
+  a.record(5000);
+  a.record(7000);
+  b.record(2000);
+  b.record(10000);
+  EXPECT_FALSE(a.since(b));  // the same count and sum, in other buckets
+  LatencyHistogram more = a;
+  more.record(5000);
+  EXPECT_FALSE(a.since(more));  // fewer calls than the earlier value
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include "offline/bucket_math.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 namespace {
 
 size_t occurrences(const std::string& text, const std::string& what) {
@@ -56,7 +56,7 @@ TEST(HtmlReport, SumsIntervalsIntoColumnsAboveTheCap) {
 }
 
 TEST(HtmlReport, EmptyAndEscaped) {
-  report::Run run = run_with(0, "ns::f<int>&");
+  offline::Run run = run_with(0, "ns::f<int>&");
   run.series[0].intervals.push_back(Record{});
   const std::string html = render_html(run);
   EXPECT_NE(html.find("No calls in any interval"), std::string::npos);
@@ -65,4 +65,4 @@ TEST(HtmlReport, EmptyAndEscaped) {
 }
 
 }  // namespace
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

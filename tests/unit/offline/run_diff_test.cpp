@@ -8,7 +8,7 @@
 
 #include "offline/bucket_math.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 namespace {
 
 // A run of one function whose intervals all hold `rows` (usec log2 rows).
@@ -86,7 +86,7 @@ TEST(DiffStatistics, ScatterBetweenIntervalsWidensTheNoiseScale) {
 }
 
 TEST(DiffStatistics, FunctionsOnOneSideOnly) {
-  report::Run other = run_of({{0, 10}});
+  offline::Run other = run_of({{0, 10}});
   other.series[0].key.symbol = "g";
   auto result = diff_runs(run_of({{0, 10}}), other, {}, std::nullopt);
   ASSERT_EQ(result.functions.size(), 2u);
@@ -98,9 +98,9 @@ TEST(DiffStatistics, FunctionsOnOneSideOnly) {
 // without it have no such rows.
 TEST(DiffStatistics, SelfTimeIsComparedAsAFunctionOfItsOwn) {
   const std::vector<uint64_t> rows = {0, 0, 0, 0, 0, 0, 0, 0, 50, 50};
-  report::Run base = run_of({rows, rows, rows, rows, rows, rows});
-  report::Run now = base;
-  for (report::Run* run : {&base, &now}) {
+  offline::Run base = run_of({rows, rows, rows, rows, rows, rows});
+  offline::Run now = base;
+  for (offline::Run* run : {&base, &now}) {
     for (Record& r : run->series[0].intervals) r.self = r.wall;
   }
   // The new run's self time moved two rows up.
@@ -131,4 +131,4 @@ TEST(DiffGate, ParsesPercentAndPercentile) {
 }
 
 }  // namespace
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

@@ -8,7 +8,7 @@
 
 #include "offline/bucket_math.h"
 
-namespace funclatency::report {
+namespace funclatency::offline {
 namespace {
 
 const std::string kInterval =
@@ -113,13 +113,13 @@ TEST(BucketMath, FindsTheUnitFromRowEdges) {
 }
 
 TEST(BucketMath, EstimatesQuantilesInsideRows) {
-  RowCounts rows(10, 0);
+  RecordedRows rows(10, 0);
   rows[8] = 100;  // 256..511 us
   EXPECT_NEAR(estimate_quantile_ns(rows, 1000, 0.5), 256000 * std::sqrt(2.0), 1);
   EXPECT_NEAR(estimate_quantile_ns(rows, 1000, 1.0), 512000, 1);
   EXPECT_EQ(estimate_quantile_ns(rows, 1000, 0.5, 300000, 310000), 310000);
-  EXPECT_EQ(estimate_quantile_ns(RowCounts{}, 1000, 0.5), 0);
+  EXPECT_EQ(estimate_quantile_ns(RecordedRows{}, 1000, 0.5), 0);
 }
 
 }  // namespace
-}  // namespace funclatency::report
+}  // namespace funclatency::offline

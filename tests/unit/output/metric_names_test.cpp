@@ -133,16 +133,17 @@ TEST(MetricNames, BothExportersNameEveryMetricByTheRule) {
     EXPECT_TRUE(from_otlp.contains(family)) << "Prometheus' " << family << " has no OTLP metric";
   }
   // Every kind of metric was there to compare.
-  for (std::string_view name :
-       {names::kLatency, names::kOncpu, names::kRunnable, names::kBlocked, names::kLostCalls,
-        names::kRingbufDroppedCalls, names::kAgentLostCalls, names::kProbeCpuSeconds}) {
+  for (std::string_view name : {names::kLatency, names::kOncpu, names::kRunnable, names::kBlocked,
+                                names::kFunctionLostCalls, names::kRingbufDroppedCalls,
+                                names::kAgentLostCalls, names::kProbeCpuSeconds}) {
     EXPECT_TRUE(prometheus.contains(names::prometheus_family(name, "ebpf"))) << name;
   }
 }
 
 TEST(MetricNames, PrefixOnlyOnWhatTheFunctionsDid) {
   EXPECT_EQ(names::prometheus_family(names::kLatency, "ebpf"), "ebpf_function_latency_ms");
-  EXPECT_EQ(names::prometheus_family(names::kLostCalls, "ebpf"), "ebpf_function_lost_calls");
+  EXPECT_EQ(names::prometheus_family(names::kFunctionLostCalls, "ebpf"),
+            "ebpf_function_lost_calls");
   EXPECT_EQ(names::prometheus_family(names::kAgentLostCalls, "ebpf"), "funclatency_lost_calls");
   EXPECT_EQ(names::prometheus_family(names::kLatency, ""), "function_latency_ms");
 }

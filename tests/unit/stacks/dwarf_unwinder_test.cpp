@@ -29,7 +29,7 @@ TEST(DwarfUnwinderTest, ReadsOnlyInsideTheWindow) {
 
 TEST(DwarfUnwinderTest, WithoutFilesGivesTheFirstFrameOnly) {
   DwarfUnwinder unwinder(getpid());
-  fl_user_regs regs{};
+  UserRegisters regs{};
   regs.ip = 0x401000;
   regs.sp = 0x7ff000;
   std::vector<uint64_t> pcs;

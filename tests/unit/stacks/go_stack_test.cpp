@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bpf/funclatency.h"
 #include "describe_frames.h"
 #include "stacks/stack_resolver.h"
 
@@ -77,7 +78,7 @@ bool wait_for_read(pid_t pid) {
 }
 
 struct Stopped {
-  fl_user_regs regs{};
+  UserRegisters regs{};
   std::vector<uint8_t> stack;
 };
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/funclatency.h"
 #include "describe_frames.h"
 #include "stack_capture.h"
 
@@ -25,7 +26,7 @@ namespace {
 
 // What a slow call's record holds: the registers and the copied stack.
 struct Capture {
-  fl_user_regs regs{};
+  UserRegisters regs{};
   std::vector<uint8_t> stack;
 };
 
@@ -42,7 +43,7 @@ uint64_t stack_top() {
 
 Capture finish(const captured_stack& captured, std::vector<uint8_t> buffer) {
   Capture capture;
-  static_assert(sizeof(fl_user_regs) == 8 * sizeof(uint64_t));
+  static_assert(sizeof(UserRegisters) == 8 * sizeof(uint64_t));
   std::memcpy(&capture.regs, &captured, sizeof capture.regs);
   buffer.resize(captured.length);
   capture.stack = std::move(buffer);

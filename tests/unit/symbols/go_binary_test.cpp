@@ -269,15 +269,35 @@ TEST_P(GoPclntabFormatTest, CorruptFunctionsAreErrors) {
 TEST_P(GoPclntabFormatTest, RandomCorruptionNeverCrashes) {
   const SyntheticTable good = build_pclntab(GetParam(), kFunctions, kTextEnd);
   std::mt19937 random(1234);
-  for (int round = 0; round < 20000; ++round) {
+  constexpr int kRounds = 20000;
+  int refused = 0;
+  for (int round = 0; round < kRounds; ++round) {
     std::vector<uint8_t> bytes = good.bytes;
     const int flips = 1 + static_cast<int>(random() % 4);
     for (int i = 0; i < flips; ++i) {
       bytes[random() % bytes.size()] = static_cast<uint8_t>(random());
     }
     bytes.resize(bytes.size() - random() % 16);
-    (void)parse_go_pclntab(bytes, "random");
+    auto functions = parse_go_pclntab(bytes, "random");
+    if (!functions) {
+      // One clear message naming the input, as the user would see it.
+      ASSERT_EQ(functions.error().kind, ErrorKind::kBadInput) << functions.error().message();
+      ASSERT_TRUE(functions.error().message().starts_with("random")) << functions.error().message();
+      refused++;
+      continue;
+    }
+    // Taken: what the parser promises of a table it accepts.
+    uint64_t previous = 0;
+    for (const GoFunction& function : *functions) {
+      ASSERT_FALSE(function.name.empty()) << "round " << round;
+      ASSERT_GE(function.address, previous) << "round " << round;
+      ASSERT_GE(function.address + function.size, function.address) << "round " << round;
+      previous = function.address;
+    }
   }
+  // Both ways were taken: most flips break the table, some miss what it reads.
+  EXPECT_GT(refused, 0);
+  EXPECT_LT(refused, kRounds);
 }
 
 std::string format_name(const ::testing::TestParamInfo<Format>& info) {

@@ -123,7 +123,8 @@ TEST(OtlpConvertAgent, TargetLabelsAndRuntimeAreAttributes) {
   EXPECT_EQ(attributes_of(points[1].attributes()), fast);
   EXPECT_EQ(points[1].attributes().size(), fast.size()) << "a key twice";
   // The per-function lost calls carry them too.
-  for (const auto& point : metrics.at(std::string(kLostCallsMetricName))->sum().data_points()) {
+  for (const auto& point :
+       metrics.at(std::string(kFunctionLostCallsMetricName))->sum().data_points()) {
     auto attributes = attributes_of(point.attributes());
     attributes.erase("reason");
     EXPECT_TRUE(attributes == slow || attributes == fast);

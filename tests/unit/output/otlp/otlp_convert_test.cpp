@@ -111,7 +111,7 @@ TEST(OtlpConvert, DeltaUsesTheIntervalAndItsStart) {
   EXPECT_EQ(point.start_time_unix_nano(), nanos(report.interval_start));
   auto rows = report.functions[0].interval.log2_counts();
   for (int r = 0; r < kRows; r++) EXPECT_EQ(point.bucket_counts(r), rows[r]);
-  const auto* lost = find_metric(request, kLostCallsMetricName);
+  const auto* lost = find_metric(request, kFunctionLostCallsMetricName);
   ASSERT_NE(lost, nullptr);
   EXPECT_EQ(lost->sum().aggregation_temporality(), metrics_pb::AGGREGATION_TEMPORALITY_DELTA);
 }
@@ -174,7 +174,7 @@ TEST(OtlpConvert, SeriesAreDataPointAttributes) {
   auto found = std::ranges::find(pid.attributes(), "process.pid", &common_pb::KeyValue::key);
   ASSERT_NE(found, pid.attributes().end());
   EXPECT_TRUE(found->value().has_int_value());
-  const auto* lost = find_metric(request, kLostCallsMetricName);
+  const auto* lost = find_metric(request, kFunctionLostCallsMetricName);
   ASSERT_EQ(lost->sum().data_points_size(), 3 * 3);
   for (int i = 0; i < 9; i++) {
     auto attributes = attributes_of(lost->sum().data_points(i).attributes());
@@ -337,7 +337,7 @@ TEST(OtlpConvert, CpuSplitPartsAreExportedLikeTheLatency) {
       metric_names(request),
       (std::vector<std::string>{
           "function_latency_ms", "function_oncpu_ms", "function_runnable_ms", "function_blocked_ms",
-          std::string(kLostCallsMetricName), std::string(kRingbufDroppedMetricName),
+          std::string(kFunctionLostCallsMetricName), std::string(kRingbufDroppedMetricName),
           std::string(kFailedExportsMetricName), std::string(kDroppedRequestsMetricName)}));
 }
 
@@ -345,10 +345,10 @@ TEST(OtlpConvert, CpuSplitMetricsOnlyForFunctionsThatHaveIt) {
   // Without --cpu-split: the metrics of before, no split ones.
   auto plain = build_export_request(sample_report(), OtlpOptions{}, test_context(), {});
   EXPECT_EQ(metric_names(plain),
-            (std::vector<std::string>{"function_latency_ms", std::string(kLostCallsMetricName),
-                                      std::string(kRingbufDroppedMetricName),
-                                      std::string(kFailedExportsMetricName),
-                                      std::string(kDroppedRequestsMetricName)}));
+            (std::vector<std::string>{
+                "function_latency_ms", std::string(kFunctionLostCallsMetricName),
+                std::string(kRingbufDroppedMetricName), std::string(kFailedExportsMetricName),
+                std::string(kDroppedRequestsMetricName)}));
   // A function without the split has no point in them.
   auto report = sample_report(1000, /*cpu_split=*/true);
   report.functions[0].total_split.reset();
@@ -396,7 +396,7 @@ TEST(OtlpConvert, HealthMetrics) {
   auto report = sample_report();
   auto request = build_export_request(report, OtlpOptions{}, test_context(),
                                       {.failed_exports = 7, .dropped_requests = 2});
-  const auto* lost = find_metric(request, kLostCallsMetricName);
+  const auto* lost = find_metric(request, kFunctionLostCallsMetricName);
   ASSERT_NE(lost, nullptr);
   EXPECT_TRUE(lost->sum().is_monotonic());
   EXPECT_EQ(lost->sum().aggregation_temporality(), metrics_pb::AGGREGATION_TEMPORALITY_CUMULATIVE);

@@ -423,7 +423,7 @@ TEST_P(OtlpSinkTest, DeltaIsTheChangeOfTotalsBetweenExports) {
   // The other function had no new calls: an empty delta.
   EXPECT_EQ(find_metric(received[1], "function_latency_ms")->histogram().data_points(1).count(),
             0u);
-  const auto* lost = find_metric(received[1], kLostCallsMetricName);
+  const auto* lost = find_metric(received[1], kFunctionLostCallsMetricName);
   ASSERT_NE(lost, nullptr);
   for (const auto& point : lost->sum().data_points()) {
     auto attributes = attributes_of(point.attributes());

@@ -1,5 +1,5 @@
-// The TLS side of the /metrics endpoint: an OpenSSL server context built
-// from a web-config's tls_server_config (certificate and key, client CA and
+// The TLS side of the HTTP server: an OpenSSL server context built from a
+// web-config's tls_server_config (certificate and key, client CA and
 // client_auth_type, TLS versions, cipher suites), the way Go's crypto/tls
 // reads the same settings in Prometheus' exporter-toolkit; and the source
 // of that context for each new connection, which rebuilds it when the
@@ -18,17 +18,10 @@
 #include <string_view>
 
 #include "common/error.h"
-#include "output/prometheus/web_config.h"
-
-typedef struct ssl_ctx_st SSL_CTX;
+#include "common/openssl_handles.h"
+#include "http/web_config.h"
 
 namespace funclatency {
-
-// Frees an OpenSSL server context (SSL_CTX_free).
-struct SslContextFree {
-  void operator()(SSL_CTX* context) const;
-};
-using SslContextPtr = std::unique_ptr<SSL_CTX, SslContextFree>;
 
 class TlsServerContext {
  public:
@@ -44,10 +37,10 @@ class TlsServerContext {
 
  private:
   struct Owned;  // what the context's callbacks read
-  TlsServerContext(SslContextPtr context, std::unique_ptr<Owned> owned);
+  TlsServerContext(OwnedSslContext context, std::unique_ptr<Owned> owned);
   // Declared first so it outlives the context, which is freed first.
   std::unique_ptr<Owned> owned_;
-  SslContextPtr context_;
+  OwnedSslContext context_;
 };
 
 // Where a new connection gets its context. Used on the server thread only.

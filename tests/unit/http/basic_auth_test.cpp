@@ -1,7 +1,7 @@
 // Basic authentication against bcrypt hashes made by libcrypt here; bcrypt
 // runs on the checker's own thread, and guesses beyond its queue are
 // turned away at once.
-#include "output/prometheus/basic_auth.h"
+#include "http/basic_auth.h"
 
 #include <crypt.h>
 #include <gtest/gtest.h>

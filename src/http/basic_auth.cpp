@@ -1,6 +1,6 @@
 // HTTP Basic authentication (RFC 7617) against bcrypt hashes, as
 // exporter-toolkit checks basic_auth_users, with bcrypt on a worker thread.
-#include "output/prometheus/basic_auth.h"
+#include "http/basic_auth.h"
 
 #include <crypt.h>
 #include <openssl/crypto.h>

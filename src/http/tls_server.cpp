@@ -1,7 +1,7 @@
 // tls_server_config -> SSL_CTX. Certificates and keys are read into memory
 // here, so they stay usable after funclatency drops its privileges; a
 // rotation on disk is read (without privileges) when a connection arrives.
-#include "output/prometheus/tls_server.h"
+#include "http/tls_server.h"
 
 #include <arpa/inet.h>
 #include <openssl/err.h>
@@ -21,17 +21,6 @@
 namespace funclatency {
 
 namespace {
-
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-struct X509Free {
-  void operator()(X509* cert) const { X509_free(cert); }
-};
-struct KeyFree {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-using CertPtr = std::unique_ptr<X509, X509Free>;
 
 std::string openssl_reason() {
   unsigned long code = ERR_peek_last_error();
@@ -59,9 +48,9 @@ Result<std::string> pem_of(const std::string& inline_pem, const std::string& pat
 }
 
 // Every certificate in a PEM text, in order.
-Result<std::vector<CertPtr>> certificates(const std::string& pem, std::string_view what) {
-  std::unique_ptr<BIO, BioFree> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-  std::vector<CertPtr> found;
+Result<std::vector<OwnedCertificate>> certificates(const std::string& pem, std::string_view what) {
+  OwnedBio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  std::vector<OwnedCertificate> found;
   while (X509* cert = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
     found.emplace_back(cert);
   }
@@ -124,9 +113,10 @@ Result<std::string> openssl_list(const std::vector<std::string>& names,
 // The subject alternative names of a certificate, as strings.
 std::vector<std::string> alternative_names(X509* cert) {
   std::vector<std::string> names;
-  auto* sans =
-      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
-  if (!sans) return names;
+  OwnedGeneralNames owned_sans(
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr)));
+  if (!owned_sans) return names;
+  GENERAL_NAMES* sans = owned_sans.get();
   for (int i = 0; i < sk_GENERAL_NAME_num(sans); i++) {
     const GENERAL_NAME* name = sk_GENERAL_NAME_value(sans, i);
     if (name->type == GEN_DNS || name->type == GEN_EMAIL || name->type == GEN_URI) {
@@ -140,7 +130,6 @@ std::vector<std::string> alternative_names(X509* cert) {
       if (inet_ntop(family, ASN1_STRING_get0_data(ip), text, sizeof text)) names.emplace_back(text);
     }
   }
-  GENERAL_NAMES_free(sans);
   return names;
 }
 
@@ -182,10 +171,8 @@ Result<void> load_certificate_and_key(SSL_CTX* context, const TlsServerConfig& c
   }
   auto key_pem = pem_of(config.key, config.key_file, "key_file");
   if (!key_pem) return std::unexpected(key_pem.error());
-  std::unique_ptr<BIO, BioFree> bio(
-      BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())));
-  std::unique_ptr<EVP_PKEY, KeyFree> key(
-      PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  OwnedBio bio(BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())));
+  OwnedKey key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!key) return bad_input("--web-config: " + key_name + " holds no PEM private key");
   if (SSL_CTX_use_PrivateKey(context, key.get()) != 1 || SSL_CTX_check_private_key(context) != 1) {
     return bad_input("--web-config: " + key_name + " is not the key of " + cert_name + ": " +
@@ -235,7 +222,7 @@ struct TlsServerContext::Owned {
 };
 
 Result<std::shared_ptr<TlsServerContext>> TlsServerContext::create(const TlsServerConfig& config) {
-  SslContextPtr context(SSL_CTX_new(TLS_server_method()));
+  OwnedSslContext context(SSL_CTX_new(TLS_server_method()));
   if (!context) return runtime_error("create a TLS server context: " + openssl_reason());
   SSL_CTX_set_min_proto_version(context.get(), protocol_version(config.min_version));
   SSL_CTX_set_max_proto_version(context.get(), protocol_version(config.max_version));
@@ -266,11 +253,7 @@ Result<std::shared_ptr<TlsServerContext>> TlsServerContext::create(const TlsServ
       new TlsServerContext(std::move(context), std::move(owned)));
 }
 
-void SslContextFree::operator()(SSL_CTX* context) const {
-  SSL_CTX_free(context);
-}
-
-TlsServerContext::TlsServerContext(SslContextPtr context, std::unique_ptr<Owned> owned)
+TlsServerContext::TlsServerContext(OwnedSslContext context, std::unique_ptr<Owned> owned)
     : owned_(std::move(owned)), context_(std::move(context)) {}
 
 TlsServerContext::~TlsServerContext() = default;

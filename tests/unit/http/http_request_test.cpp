@@ -1,5 +1,5 @@
 // The HTTP request head parser: complete, incomplete and refused heads.
-#include "output/prometheus/http_request.h"
+#include "http/http_request.h"
 
 #include <gtest/gtest.h>
 

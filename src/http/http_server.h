@@ -1,15 +1,16 @@
-// The /metrics endpoint's HTTP/1.1 server: one thread and one poll loop,
-// written here because cpp-httplib (a thread per connection from a fixed
-// pool, a read timeout that restarts with every byte, an unbounded accept
-// queue) lets four half-open requests starve every scrape, and no Debian
-// package offers a server with whole-request deadlines and eviction of idle
-// connections. Every connection is non-blocking and bounded: a deadline for
-// the whole request, for writing the answer and for idling between kept-alive
-// requests; a cap on the head and body size; a cap on open connections that,
-// when reached, drops the connection doing the least (idle ones first,
-// oldest first). With a TLS context, every connection speaks TLS. The thread
-// holds no capability, permitted or effective, whatever the thread that
-// started it keeps.
+// The HTTP/1.1 server under the /metrics endpoint (docs/ARCHITECTURE.md,
+// "The HTTP server"): one thread and one poll loop, written here because
+// cpp-httplib (a thread per connection from a fixed pool, a read timeout
+// that restarts with every byte, an unbounded accept queue) lets four
+// half-open requests starve every scrape, and no Debian package offers a
+// server with whole-request deadlines and eviction of idle connections.
+// Every connection is non-blocking and bounded: a deadline for the whole
+// request, for writing the answer and for idling between kept-alive
+// requests; a cap on the head and body size; a cap on open connections
+// that, when reached, drops the connection doing the least (idle ones
+// first, oldest first). With a TLS context, every connection speaks TLS.
+// The thread holds no capability, permitted or effective, whatever the
+// thread that started it keeps.
 #pragma once
 
 #include <chrono>
@@ -21,8 +22,8 @@
 #include <vector>
 
 #include "common/error.h"
-#include "output/prometheus/http_request.h"
-#include "output/prometheus/listen_address.h"
+#include "http/http_request.h"
+#include "http/listen_address.h"
 
 namespace funclatency {
 

@@ -1,7 +1,7 @@
 // One thread polls the listening socket and every connection; nothing a
 // client does blocks it, and every connection has a deadline, so a scrape is
 // answered whatever the other clients do (see http_server.h for the bounds).
-#include "output/prometheus/http_server.h"
+#include "http/http_server.h"
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -26,7 +26,7 @@
 
 #include "common/thread_capabilities.h"
 #include "common/unique_fd.h"
-#include "output/prometheus/tls_server.h"
+#include "http/tls_server.h"
 
 namespace funclatency {
 
@@ -54,10 +54,6 @@ constexpr std::chrono::milliseconds kDescriptorPause{100};
 // After poll() itself failed (ENOMEM, say): how long before it is tried again.
 constexpr std::chrono::milliseconds kPollFailurePause{100};
 
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
-
 enum class Phase {
   kHandshake,  // TLS handshake under way
   kIdle,       // waiting for a request, no byte of it received
@@ -72,7 +68,7 @@ enum class Io { kProgress, kBlocked, kClosed };
 struct Connection {
   UniqueFd fd;
   std::shared_ptr<TlsServerContext> tls;  // what `ssl` was made from; outlives it
-  std::unique_ptr<SSL, SslFree> ssl;
+  OwnedSsl ssl;
   Phase phase = Phase::kIdle;
   Clock::time_point since;     // the phase's start: the oldest goes first when full
   Clock::time_point deadline;  // closed when it passes
@@ -223,9 +219,11 @@ struct HttpServer::Loop {
   Clock::time_point listener_rests_until;  // out of descriptors: not polled before
   uint16_t port = 0;
   std::vector<std::unique_ptr<Connection>> connections;
-  std::thread thread;
   std::atomic<bool> stopping = false;
+  std::atomic<bool> finished = false;  // run() is past its last use of the connections
   std::atomic<uint64_t> accepted = 0, evicted = 0, timed_out = 0, rejected = 0, answered = 0;
+  // Last: joined first when the Loop goes, before anything run() reads.
+  std::jthread thread;
 
   void run();
   void accept_some(Clock::time_point now);
@@ -324,6 +322,8 @@ void HttpServer::Loop::run() {
     retry_deferred(now);
   }
   connections.clear();
+  finished = true;
+  finished.notify_all();
 }
 
 int HttpServer::Loop::poll_timeout(Clock::time_point now) const {
@@ -728,7 +728,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const ListenAddress& addre
 Result<void> HttpServer::serve() {
   if (loop_->thread.joinable() || loop_->stopping) return {};
   try {
-    loop_->thread = std::thread([state = loop_.get()] { state->run(); });
+    loop_->thread = std::jthread([state = loop_.get()] { state->run(); });
   } catch (const std::system_error& failure) {
     return runtime_error("start the HTTP server thread", failure.code().value());
   }
@@ -744,9 +744,10 @@ HttpServer::~HttpServer() {
 void HttpServer::stop() {
   loop_->stopping = true;  // also when never served: serve() will not start it
   if (!loop_->thread.joinable()) return;
-  uint64_t one = 1;
-  [[maybe_unused]] auto written = write(loop_->wake.get(), &one, sizeof one);
-  loop_->thread.join();
+  wake();
+  // Every connection is closed once run() says so; the thread itself ends
+  // right after and is joined with the Loop.
+  loop_->finished.wait(false);
   loop_->listener.reset();
 }
 

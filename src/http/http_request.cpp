@@ -2,7 +2,7 @@
 // endpoint: one request line, field lines, CRLF line ends only, no obsolete
 // line folding, no Transfer-Encoding, one Host: whatever two parsers could
 // frame differently is refused with 400 rather than guessed at.
-#include "output/prometheus/http_request.h"
+#include "http/http_request.h"
 
 #include <algorithm>
 #include <cctype>

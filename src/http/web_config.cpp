@@ -1,6 +1,6 @@
 // The exporter-toolkit web-config schema (web/tls_config.go) decoded with
 // yaml-cpp: every field it knows, checked the way it checks them.
-#include "output/prometheus/web_config.h"
+#include "http/web_config.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -1,4 +1,4 @@
-#include "output/prometheus/listen_address.h"
+#include "http/listen_address.h"
 
 #include <charconv>
 

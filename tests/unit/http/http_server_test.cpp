@@ -3,7 +3,7 @@
 // idle connections, eviction when full (idle first), size limits, and what
 // it answers to well-formed requests (keep-alive, pipelining, HEAD, 405);
 // a poll() that fails is said once and the server serves on.
-#include "output/prometheus/http_server.h"
+#include "http/http_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The exporter-toolkit web-config parser: what a node_exporter file gives,
 // and one clear error for each kind of mistake.
-#include "output/prometheus/web_config.h"
+#include "http/web_config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

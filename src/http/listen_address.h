@@ -1,4 +1,5 @@
-// Where the /metrics endpoint listens: `--prometheus [ADDR:]PORT`.
+// Where the HTTP server listens: `[ADDR:]PORT`, as `--prometheus` takes it
+// (its defaults, and the option its messages name, are that endpoint's).
 #pragma once
 
 #include <cstdint>
