@@ -24,6 +24,9 @@ Examples:
   funclatency -i 2 -m ./server:'ns::Db::query*'    every C++ overload, msec, every 2s
   funclatency -r 'libssl:^SSL_(read|write)$'       regex over a library
   funclatency --json -d 10 ./app:slow_op           JSON lines for 10 seconds
+  funclatency -m --span 'request=/usr/sbin/nginx:ngx_http_create_request:ret -> ngx_http_free_request:arg0'
+                                                   a request's whole life in nginx, from the
+                                                   request made to the request freed
   funclatency -l 'c:str*'                          list what a pattern matches
   funclatency --follow /app/server:handle_request  in every container running /app/server,
                                                    now and later; series by container
@@ -53,7 +56,11 @@ std::expected<Arguments, int> parse_command_line(int argc, char** argv) {
   const bool config_file = std::any_of(argv + 1, argv + argc, [](const char* arg) {
     return std::string_view(arg) == "--config" || std::string_view(arg).starts_with("--config=");
   });
-  add_core_options(app, arguments.core, !config_file);
+  // Spans alone are a run too: no TARGET needed.
+  const bool spans = std::any_of(argv + 1, argv + argc, [](const char* arg) {
+    return std::string_view(arg) == "--span" || std::string_view(arg).starts_with("--span=");
+  });
+  add_core_options(app, arguments.core, !config_file && !spans);
   add_prometheus_options(app, arguments.prometheus);
   add_otlp_options(app, arguments.otlp);
   add_privilege_options(app, arguments.privileges);

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cli/span_option.h"
+
 extern "C" {
 #include "bpf/funclatency.h"
 }
@@ -107,8 +109,33 @@ Result<Config> finish_config(const CommandLine& v) {
   if (!v.config_file.empty() && !v.targets.empty()) {
     return bad_input("TARGETs and --config both given", "put the targets in the --config file");
   }
-  if (v.targets.empty() && v.config_file.empty() && !v.calibrate) {
+  if (v.targets.empty() && v.config_file.empty() && !v.calibrate && v.spans.empty()) {
     return bad_input("no TARGET given", "write BINARY:FUNCTION (see --help), or --config FILE");
+  }
+  for (const auto& text : v.spans) {
+    auto span = parse_span(text);
+    if (!span) return std::unexpected(span.error());
+    if (span->start.binary.empty() && v.pid <= 0) {
+      return bad_input(fmt::format("--span \"{}\" names no binary", text),
+                       "give -p PID, or write BINARY:FUNCTION:POINT");
+    }
+    for (const auto& other : config.spans) {
+      if (other.name == span->name) {
+        return bad_input(fmt::format("two spans are named {}", span->name),
+                         "give each --span its own NAME");
+      }
+    }
+    config.spans.push_back(std::move(*span));
+  }
+  config.span_capacity = v.span_capacity;
+  if (!config.spans.empty() && (v.follow || !v.config_file.empty())) {
+    return bad_input(
+        "--span with --follow or --config: spans are traced in the programs named "
+        "on the command line only",
+        "give the span's binary (and -p PID) without --follow/--config");
+  }
+  if (!config.spans.empty() && v.list) {
+    return bad_input("-l lists TARGETs' functions, not spans", "leave --span out with -l");
   }
   config.config_file = v.config_file;
   config.check_config = v.check_config;

@@ -124,6 +124,7 @@ FunctionReport Aggregator::new_report(ReportGroup group) const {
   report.series.container_id = std::move(group.container_id);
   report.series.pod_uid = std::move(group.pod_uid);
   report.labels = std::move(group.labels);
+  report.span = group.span;
   if (cpu_split_) {
     report.interval_split = empty_split(unit_ns_);
     report.total_split = empty_split(unit_ns_);

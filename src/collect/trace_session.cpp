@@ -15,6 +15,7 @@
 #include "collect/event_reader.h"
 #include "collect/map_reader.h"
 #include "collect/open_frames.h"
+#include "collect/span_open.h"
 #include "common/unique_fd.h"
 
 namespace funclatency {
@@ -139,6 +140,20 @@ Result<void> TraceSession::count_frames_left_open() {
   return {};
 }
 
+// Spans still open in processes that exited (every interval), or at all
+// (the run's end): their ends can no longer come; counted lost.
+Result<void> TraceSession::count_spans_left_open(bool at_end) {
+  if (object_.options().spans.empty()) return {};
+  auto open = take_open_spans(object_.open_spans_fd(), [at_end](uint32_t tgid) {
+    return at_end || (tgid != 0 && process_gone(tgid));
+  });
+  if (!open) return std::unexpected(open.error());
+  for (const auto& [fn_id, spans] : *open) {
+    aggregator_.on_lost(fn_id, LostCounts{.span_open = spans});
+  }
+  return {};
+}
+
 Result<void> TraceSession::collect_kernel_side() {
   MapReader reader(object_.fn_stats_fd(), object_.fn_lost_fd(), num_functions_);
   auto lost = reader.read_all_lost();
@@ -149,8 +164,12 @@ Result<void> TraceSession::collect_kernel_side() {
                      now.ringbuf - last_lost_[fn].ringbuf,
                      now.split_unknown - last_lost_[fn].split_unknown,
                      now.slow_dropped - last_lost_[fn].slow_dropped};
+    delta.span_reused = now.span_reused - last_lost_[fn].span_reused;
+    delta.span_full = now.span_full - last_lost_[fn].span_full;
+    delta.span_unstarted = now.span_unstarted - last_lost_[fn].span_unstarted;
     window_ringbuf_lost_[fn] += delta.ringbuf;
-    if (delta.total() || delta.split_unknown || delta.slow_dropped) aggregator_.on_lost(fn, delta);
+    if (delta.total() || delta.split_unknown || delta.slow_dropped || delta.span_unstarted)
+      aggregator_.on_lost(fn, delta);
     last_lost_[fn] = now;
   }
   if (auto series = collect_kernel_series(reader); !series) return series;
@@ -469,6 +488,7 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(EventReader& reade
   if (schedule.next_interval && now >= *schedule.next_interval) {
     if (auto ok = close_interval(reader); !ok) return std::unexpected(ok.error());
     if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
+    if (auto ok = count_spans_left_open(false); !ok) return std::unexpected(ok.error());
     if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
     emit(Report::Kind::kInterval);
     *schedule.next_interval += options_.interval;
@@ -520,6 +540,7 @@ Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) 
     return std::unexpected(drained.error());
   }
   if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
+  if (auto ok = count_spans_left_open(true); !ok) return std::unexpected(ok.error());
   if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
   if (!any_sink_broken()) emit(Report::Kind::kTotal);
   for (Sink* sink : sinks_) sink->close();

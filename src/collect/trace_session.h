@@ -96,6 +96,7 @@ class TraceSession {
   Result<void> write_live();
   Result<void> collect_kernel_side();
   Result<void> count_frames_left_open();
+  Result<void> count_spans_left_open(bool at_end);
   static std::vector<std::optional<uint32_t>> initial_slot_owners(const BpfObject& object);
   void make_room_for(uint32_t fn_id, const std::vector<uint64_t>& calls);
   Result<void> collect_kernel_series(MapReader& reader);
