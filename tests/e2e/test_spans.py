@@ -6,9 +6,18 @@ one span, their sum, min and max lie in the program's own bounds, a key
 started again before its end and a span left open at exit are each counted
 lost by reason, and nothing is paired with the wrong end."""
 
+import http.server
+import signal
+import socket
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
 import pytest
 
-from conftest import build_dir, built, run_tool, assert_refused, totals_by_symbol
+from conftest import (assert_refused, build_dir, built, free_port, run_tool,
+                      totals_by_symbol)
 
 pytestmark = pytest.mark.bpf
 
@@ -90,3 +99,104 @@ def test_thread_span_on_one_thread(procs, tool):
 ])
 def test_bad_spans_refused(tool, span, pattern):
     assert_refused(run_tool(tool, ["--span", span]), pattern)
+
+
+# --- Debian's nginx, stripped as shipped -------------------------------------
+
+NGINX = Path("/usr/sbin/nginx")
+DELAYS_MS = (20, 80)
+REQUESTS_EACH = 8
+
+
+class SlowUpstream(http.server.BaseHTTPRequestHandler):
+    """Answers /DELAY after DELAY ms."""
+
+    def do_GET(self):
+        time.sleep(int(self.path.strip("/")) / 1000)
+        body = b"ok\n"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def nginx_config(directory: Path, port: int, upstream_port: int) -> Path:
+    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (directory / sub).mkdir(exist_ok=True)
+    config = directory / "nginx.conf"
+    config.write_text(f"""
+worker_processes 1;
+error_log {directory}/error.log;
+pid {directory}/nginx.pid;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {directory}/client_body;
+  proxy_temp_path {directory}/proxy;
+  fastcgi_temp_path {directory}/fastcgi;
+  uwsgi_temp_path {directory}/uwsgi;
+  scgi_temp_path {directory}/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{ proxy_pass http://127.0.0.1:{upstream_port}; }}
+  }}
+}}
+""")
+    return config
+
+
+def get(url: str, timeout=10.0) -> int:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        response.read()
+        return response.status
+
+
+@pytest.mark.skipif(not NGINX.exists(), reason="nginx-light is not installed (scripts/setup test)")
+def test_nginx_request_spans_show_the_upstream_delays(procs, tool, tmp_path):
+    """A request's life (create -> free, matched by the request pointer)
+    shows the upstream's 20 and 80 ms, while ngx_http_process_request, which
+    only starts the request, returns in microseconds."""
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowUpstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    port = free_port()
+    config = nginx_config(tmp_path, port, upstream.server_address[1])
+    server = procs.spawn([NGINX, "-c", config, "-p", tmp_path, "-g", "daemon off;"])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, server.describe()
+                time.sleep(0.05)
+        traced = procs.start_tool(tool, [
+            "--json", "-m", f"{NGINX}:ngx_http_process_request", "--span",
+            f"request={NGINX}:ngx_http_create_request:ret -> ngx_http_free_request:arg0"])
+        answered = 0
+        for _ in range(REQUESTS_EACH):
+            for delay in DELAYS_MS:
+                answered += get(f"http://127.0.0.1:{port}/{delay}") == 200
+        assert traced.stop() == 0, traced.describe()
+    finally:
+        server.stop(signal.SIGQUIT)
+        upstream.shutdown()
+    totals = totals_by_symbol(traced.text("stdout"))
+    request, process = totals["request"], totals["ngx_http_process_request"]
+    assert answered == REQUESTS_EACH * len(DELAYS_MS)
+    assert request["kind"] == "span", request
+    assert request["count"] == answered, request
+    assert request["lost"] == 0, request
+    # Each request lasts at least its upstream's delay, and well under the
+    # next one: half the spans in [20, 80) ms, half at 80 ms or more.
+    rows = [(low, count) for low, _, count in request["log2_buckets"]]
+    near_20 = sum(c for low, c in rows if 16_000_000 <= low < 64_000_000)
+    near_80 = sum(c for low, c in rows if low >= 64_000_000)
+    assert near_20 == REQUESTS_EACH and near_80 == REQUESTS_EACH, rows
+    assert request["min_ns"] >= DELAYS_MS[0] * 1_000_000, request
+    assert request["max_ns"] >= DELAYS_MS[1] * 1_000_000, request
+    assert process["count"] == answered, process
+    assert process["max_ns"] < 5_000_000, process
