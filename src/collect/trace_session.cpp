@@ -522,6 +522,7 @@ Result<void> TraceSession::take_functions(const std::vector<uint32_t>& added) {
 }
 
 Result<void> TraceSession::write_live() {
+  if (auto ok = count_spans_left_open(false); !ok) return ok;
   if (auto ok = collect_kernel_side(); !ok) return ok;
   Report live = aggregator_.peek_report(std::chrono::system_clock::now());
   if (options_.annotate) options_.annotate(live);

@@ -7,6 +7,7 @@ started again before its end and a span left open at exit are each counted
 lost by reason, and nothing is paired with the wrong end."""
 
 import http.server
+import shutil
 import signal
 import socket
 import threading
@@ -17,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from conftest import (assert_refused, build_dir, built, free_port, run_tool,
-                      totals_by_symbol)
+                      totals_by_symbol, wait_until)
+from test_otlp import attributes, metrics_of, receiver_program, start_receiver  # noqa: F401
+from test_prometheus import PrometheusServer, http_get, promtool_problems
 
 pytestmark = pytest.mark.bpf
 
@@ -99,6 +102,59 @@ def test_thread_span_on_one_thread(procs, tool):
 ])
 def test_bad_spans_refused(tool, span, pattern):
     assert_refused(run_tool(tool, ["--span", span]), pattern)
+
+
+def test_spans_in_prometheus_are_a_family_of_their_own(procs, tool, tmp_path):
+    """Debian's prometheus scrapes ebpf_function_span_ms{span="job"}: one
+    sample per job, and the spans lost by reason (reused; open once the
+    process is gone) in ebpf_function_lost_calls_total."""
+    # A private copy, traced without -p: the tool outlives the program for
+    # the last scrapes.
+    program = tmp_path / "job-queue"
+    shutil.copy2(job_queue(), program)
+    endpoint = f"127.0.0.1:{free_port()}"
+    prometheus = PrometheusServer(procs, tmp_path, endpoint)
+    work = procs.start_workload(program, ["--jobs", "100", "--reused", "3", "--left-open", "4"])
+    traced = procs.start_tool(tool, ["--prometheus", endpoint, "--span",
+                                     f"job={program}:submit_job:arg0 -> complete_job:arg0"])
+    work.start()
+    truth = work.finish().data["spans"][0]
+    count = 'ebpf_function_span_ms_count{span="job"}'
+    open_lost = 'ebpf_function_lost_calls_total{span="job",reason="open"}'
+    assert wait_until(lambda: prometheus.query(open_lost) and prometheus.scalar(open_lost) == 4,
+                      20.0, interval=0.25), (prometheus.query(open_lost), traced.describe())
+    assert prometheus.scalar(count) == truth["completed"] == 100
+    assert prometheus.scalar('ebpf_function_lost_calls_total{span="job",reason="reused"}') == 3
+    assert not prometheus.query('ebpf_function_latency_ms_count{symbol="job"}')
+    _, text = http_get(f"http://{endpoint}/metrics")
+    assert "# TYPE ebpf_function_span_ms histogram" in text, text
+    problems = [p for p in promtool_problems(text) if "abbreviated units" not in p]
+    assert not problems, problems
+    assert traced.stop() == 0, traced.describe()
+
+
+def test_spans_in_otlp_are_a_metric_of_their_own(procs, tool, receiver_program):  # noqa: F811
+    receiver = start_receiver(procs, receiver_program)
+    program = job_queue()
+    work = procs.start_workload(program, ["--jobs", "60", "--left-open", "2"])
+    traced = procs.start_tool(tool, [
+        "-p", work.pid, "--mode", "kernel", f"--otlp={receiver.url('http/protobuf')}",
+        "--otlp-protocol", "http/protobuf",
+        "--span", f"job={program}:submit_job:arg0 -> complete_job:arg0"])
+    work.start()
+    work.finish()
+    assert traced.wait(30) == 0, traced.describe()
+    _, _, metrics = metrics_of(receiver.requests_once_quiet()[-1]["request"])
+    assert "function_span_ms" in metrics, sorted(metrics)
+    points = metrics["function_span_ms"]["histogram"]["data_points"]
+    point = next(p for p in points if attributes(p["attributes"]).get("span") == "job")
+    assert int(point["count"]) == 60, point
+    # Only spans are traced: no function latency metric.
+    assert "function_latency_ms" not in metrics, sorted(metrics)
+    lost = {attributes(p["attributes"])["reason"]: int(p.get("as_int", 0))
+            for p in metrics["function_lost_calls"]["sum"]["data_points"]
+            if attributes(p["attributes"]).get("span") == "job"}
+    assert lost == {"reused": 0, "full": 0, "open": 2, "ringbuf": 0}, lost
 
 
 # --- Debian's nginx, stripped as shipped -------------------------------------
