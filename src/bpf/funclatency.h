@@ -145,14 +145,6 @@ struct fl_fn_lost {
   /* --slowest/--slower-than: calls over the function's threshold whose
    * record (with its stack) could not be reserved. Counted calls, not lost. */
   __u64 slow_dropped;
-  /* Spans (see fl_span_key): a start whose key was started again before its
-   * end (the new start replaces it), and a start the open-span map had no
-   * room for. Both are spans lost, never paired. */
-  __u64 span_reused;
-  __u64 span_full;
-  /* Spans: an end whose key no start had (started before the probes, or
-   * its start was lost): not a span, not lost. */
-  __u64 span_unstarted;
 };
 
 /* A call in flight on one thread. `sp` is the stack pointer at entry, which
@@ -361,6 +353,17 @@ struct fl_span_key {
 
 struct fl_span_open {
   __u64 start_ns;
+};
+
+/* Per span, per CPU (span_lost, by span index): a start whose key was
+ * started again before its end (the new start replaces it) and a start the
+ * open-span map had no room for, both spans lost, never paired; and ends
+ * whose key no start had (started before the probes, or its start was
+ * lost): not spans, not lost. */
+struct fl_span_lost {
+  __u64 reused;
+  __u64 full;
+  __u64 unstarted;
 };
 
 /* Kernel-mode totals live in a pool of slots (fn_stats entries), given to

@@ -151,6 +151,7 @@ void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
                  "unless any-process). A request's life in nginx:\n"
                  "  'request=/usr/sbin/nginx:ngx_http_create_request:ret ->\n"
                  "   ngx_http_free_request:arg0'")
+      ->allow_extra_args(false)  // one SPAN per --span: a TARGET may follow
       ->type_name("SPAN");
   app.add_option("--span-capacity", v.span_capacity,
                  "Spans open at once the kernel holds (a start with no room is counted lost)")

@@ -50,9 +50,6 @@ LostCounts sum_lost(std::span<const uint8_t> per_cpu, int num_cpus) {
     lost.ringbuf += counts.ringbuf;
     lost.split_unknown += counts.split_unknown;
     lost.slow_dropped += counts.slow_dropped;
-    lost.span_reused += counts.span_reused;
-    lost.span_full += counts.span_full;
-    lost.span_unstarted += counts.span_unstarted;
   }
   return lost;
 }

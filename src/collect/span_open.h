@@ -4,14 +4,17 @@
 // that exited are taken at every interval's end (no probe can write them
 // again, and they would hold room in the bounded map), all keys at the end
 // of the run. A by-value span that may cross processes has no process in
-// its key: it is taken only at the end.
+// its key: it is taken only at the end. The probes' own counts of spans
+// lost (span_lost) are read here too: what user space learns of spans.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "common/error.h"
+#include "model/report.h"
 
 namespace funclatency {
 
@@ -20,5 +23,9 @@ namespace funclatency {
 // each span function id had. kRuntime with errno when the map cannot be read.
 Result<std::map<uint32_t, uint64_t>> take_open_spans(
     int open_spans_fd, const std::function<bool(uint32_t tgid)>& take);
+
+// The probes' counts of each of `spans` spans (span_lost, per CPU, summed):
+// span_reused, span_full and span_unstarted of a LostCounts, by span index.
+Result<std::vector<LostCounts>> read_span_lost(int span_lost_fd, uint32_t spans);
 
 }  // namespace funclatency

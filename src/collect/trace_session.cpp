@@ -154,6 +154,26 @@ Result<void> TraceSession::count_spans_left_open(bool at_end) {
   return {};
 }
 
+// Spans: the probes' counts of spans lost (reused, full) and of ends
+// without a start, cumulative per CPU; the growth since the last read.
+Result<void> TraceSession::collect_span_lost() {
+  const auto& spans = object_.options().spans;
+  if (spans.empty()) return {};
+  auto lost = read_span_lost(object_.span_lost_fd(), static_cast<uint32_t>(spans.size()));
+  if (!lost) return std::unexpected(lost.error());
+  last_span_lost_.resize(spans.size());
+  for (size_t index = 0; index < spans.size(); index++) {
+    const LostCounts& now = (*lost)[index];
+    LostCounts& last = last_span_lost_[index];
+    LostCounts delta{.span_reused = now.span_reused - last.span_reused,
+                     .span_full = now.span_full - last.span_full,
+                     .span_unstarted = now.span_unstarted - last.span_unstarted};
+    if (delta.total() || delta.span_unstarted) aggregator_.on_lost(spans[index].fn_id, delta);
+    last = now;
+  }
+  return {};
+}
+
 Result<void> TraceSession::collect_kernel_side() {
   MapReader reader(object_.fn_stats_fd(), object_.fn_lost_fd(), num_functions_);
   auto lost = reader.read_all_lost();
@@ -164,14 +184,11 @@ Result<void> TraceSession::collect_kernel_side() {
                      now.ringbuf - last_lost_[fn].ringbuf,
                      now.split_unknown - last_lost_[fn].split_unknown,
                      now.slow_dropped - last_lost_[fn].slow_dropped};
-    delta.span_reused = now.span_reused - last_lost_[fn].span_reused;
-    delta.span_full = now.span_full - last_lost_[fn].span_full;
-    delta.span_unstarted = now.span_unstarted - last_lost_[fn].span_unstarted;
     window_ringbuf_lost_[fn] += delta.ringbuf;
-    if (delta.total() || delta.split_unknown || delta.slow_dropped || delta.span_unstarted)
-      aggregator_.on_lost(fn, delta);
+    if (delta.total() || delta.split_unknown || delta.slow_dropped) aggregator_.on_lost(fn, delta);
     last_lost_[fn] = now;
   }
+  if (auto spans = collect_span_lost(); !spans) return spans;
   if (auto series = collect_kernel_series(reader); !series) return series;
   // The slots held (or cooling), each the calls of its owner; with
   // --cpu-split or --self a slot's parts follow it, one stride (the number

@@ -23,7 +23,8 @@ namespace funclatency {
 // so clang's BPF target and g++ agree on every offset.
 static_assert(sizeof(fl_event) == 16);
 static_assert(sizeof(fl_fn_stats) == 4 * 8 + FL_NUM_BUCKETS * 8);
-static_assert(sizeof(fl_fn_lost) == 8 * 8);
+static_assert(sizeof(fl_fn_lost) == 5 * 8);
+static_assert(sizeof(fl_span_lost) == 3 * 8);
 static_assert(sizeof(fl_span_config) == 16);
 static_assert(sizeof(fl_span_key) == 16);
 static_assert(sizeof(fl_span_open) == 8);
@@ -95,6 +96,7 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
       {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
       {skeleton->maps.go_stacks, options.go_programs ? FL_GO_MAX_GOROUTINES : 1},
       {skeleton->maps.span_config, static_cast<uint32_t>(options.spans.size())},
+      {skeleton->maps.span_lost, static_cast<uint32_t>(options.spans.size())},
       {skeleton->maps.open_spans, options.spans.empty() ? 1 : options.span_capacity},
   };
   skeleton->rodata->span_first_fn = options.span_first_fn;
@@ -230,6 +232,9 @@ bpf_program* BpfObject::span_end_program() const {
 }
 int BpfObject::open_spans_fd() const {
   return bpf_map__fd(skeleton_->maps.open_spans);
+}
+int BpfObject::span_lost_fd() const {
+  return bpf_map__fd(skeleton_->maps.span_lost);
 }
 int BpfObject::fn_stats_fd() const {
   return bpf_map__fd(skeleton_->maps.fn_stats);

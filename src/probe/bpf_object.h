@@ -107,6 +107,8 @@ class BpfObject {
   bpf_program* span_end_program() const;
   // Spans: the open spans (fl_span_key -> fl_span_open).
   int open_spans_fd() const;
+  // Spans: per-CPU fl_span_lost by span index.
+  int span_lost_fd() const;
   int fn_stats_fd() const;
   int fn_lost_fd() const;
   int fn_config_fd() const;
