@@ -93,6 +93,28 @@ def test_thread_span_on_one_thread(procs, tool):
     assert record["max_ns"] < 5_000_000, record
 
 
+def test_span_series_and_slowest_with_the_stack_at_the_end(procs, tool):
+    """--by comm splits spans by the end's thread; --slowest keeps the
+    slowest spans with the stack where they ended (complete_job, on a
+    worker)."""
+    program = job_queue()
+    work = procs.start_workload(program, ["--jobs", "120"])
+    traced = procs.start_tool(tool, ["--json", "--by", "comm", "--slowest", "2", "-p",
+                                     str(work.pid), "--span",
+                                     f"job={program}:submit_job:arg0 -> complete_job:arg0"])
+    work.start()
+    truth = work.finish().data["spans"][0]
+    assert traced.wait(30) == 0, traced.describe()
+    record = totals_by_symbol(traced.text("stdout"))["job"]
+    assert record["comm"] == "job-queue" and record["count"] == truth["completed"], record
+    exemplars = record["exemplars"]
+    assert len(exemplars) == 2, record
+    for exemplar in exemplars:
+        assert exemplar["duration_ns"] <= truth["max_high_ns"], exemplar
+        frames = [frame.get("symbol") for frame in exemplar["stack"]]
+        assert frames[:2] == ["complete_job", "worker"], frames
+
+
 @pytest.mark.parametrize("span, pattern", [
     ("job=x:submit_job:arg0", "no \" -> \""),
     ("job=x:submit_job:arg0 -> complete_job:entry", "one point carries a value"),
