@@ -104,7 +104,7 @@ Result<Calibration> calibrate(uint64_t calls_per_case) {
   for (const Case& c : kCases) {
     for (uint64_t i = 0; i < calls_per_case; i++) c.function();
   }
-  probes->links.detach_all();
+  probes->detach();
 
   Calibration calibration;
   calibration.calls_per_case = calls_per_case;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <string_view>
 #include <utility>
 
 #include "probe/tracing_capabilities.h"
@@ -23,9 +24,11 @@ void ProbeLink::LinkDestroy::operator()(bpf_link* link) const {
 
 namespace {
 
-Error attach_error(std::string what, int err, int pid) {
+// `syscall`: the call that made the link (uprobe_multi links: bpf(); the
+// perf-event fallback: perf_event_open()), for a refusal's hint.
+Error attach_error(std::string what, int err, int pid, std::string_view syscall = "bpf()") {
   if (err == EPERM || err == EACCES) {
-    return Error{ErrorKind::kBadInput, std::move(what), err, privilege_hint()};
+    return Error{ErrorKind::kBadInput, std::move(what), err, privilege_hint(syscall)};
   }
   if (err == ESRCH) {
     return Error{ErrorKind::kBadInput, std::move(what), err,
@@ -209,7 +212,7 @@ Result<void> attach_each(bpf_program* program, const std::string& binary, ProbeK
     }
     return std::unexpected(attach_error(fmt::format("attach {} to {}:{} at 0x{:x}", name_of(kind),
                                                     binary, point.site->symbol, point.offset),
-                                        err, pid));
+                                        err, pid, "perf_event_open()"));
   }
   return {};
 }
@@ -474,6 +477,10 @@ void UprobeLinks::adopt(UprobeLinks&& more) {
 }
 
 TracingProbes::~TracingProbes() {
+  detach();
+}
+
+void TracingProbes::detach() {
   links.detach_all();
   tracepoint_links.clear();
 }

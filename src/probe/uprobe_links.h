@@ -112,6 +112,11 @@ struct TracingProbes {
   TracingProbes(TracingProbes&&) = default;
   TracingProbes& operator=(TracingProbes&&) = delete;
   ~TracingProbes();
+  // Detaches the uprobes (entries first), then the tracepoints: the thread-exit
+  // program counts the frames of a thread that ends inside traced calls
+  // lost, and once the exits are gone a frame left is a call that was in
+  // flight, not one lost.
+  void detach();
 
   std::unique_ptr<BpfObject> object;
   UprobeLinks links;

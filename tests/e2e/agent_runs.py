@@ -1,11 +1,11 @@
 """Agent runs with ground truth, --calibrate and --subtract-overhead, shared
-by the tests that run a funclatency other than the build tree's (the
+by the tests that start a funclatency other than the build tree's (the
 installed package's, a stripped copy).
 
 Why: the package strips funclatency, and agent mode places probes on
 funclatency's own code to calibrate their cost (so do --calibrate and
 --subtract-overhead); a binary that works in the build tree can fail there.
-These helpers run a real agent (--follow, or --config with an agent.yaml)
+These helpers start a real agent (--follow, or --config with an agent.yaml)
 over a copy of target-app and compare what it counted with the calls
 target-app made, exactly."""
 

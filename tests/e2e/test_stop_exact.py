@@ -1,13 +1,14 @@
 """Stopping a trace invents nothing. A busy target-app (two threads, three
-traced functions) is traced from the middle of its run and the trace
-stopped in the middle too (-d, SIGINT, SIGTERM; events and kernel mode;
-return probes and ret-instruction probes at once, by two tracers): every
-call the tool counts was made (counts never exceed target-app's own), and
-none is lost, though calls are entering and returning while the probes are
-taken out. Removing exit probes before entry probes left the calls entered
-in between on their threads' shadow stacks, and the next call counted each
-as lost. The agent (--follow) stopped by SIGTERM, as the kubelet stops a
-pod, is held to the same."""
+traced functions) is traced from the middle of its run and the trace stopped
+in the middle too (-d, SIGINT, SIGTERM; events and kernel mode; return
+probes and ret-instruction probes, with -p and system-wide, by three tracers
+at once): every call the tool counts was made (counts never exceed
+target-app's own), and none is lost, though calls enter and return while the
+probes come and go. Were an exit probe removed before its entry probe (or
+attached after it), a call entering in between would stay on its thread's
+shadow stack and the thread's next call would count it lost. The agent
+(--follow) stopped by SIGTERM, as the kubelet stops a pod, is held to the
+same."""
 
 import signal
 import time
@@ -57,11 +58,13 @@ def assert_invents_nothing(tracer, truth, what):
 def test_stopping_mid_flight_loses_nothing(procs, tool, private_app, mode, stop):
     target = busy_target(procs, private_app)
     duration = ["-d", str(TRACE_SECONDS)] if stop == "duration" else []
-    tracers = {exits: procs.start_tool(tool, ["--json", "--mode", mode, "-i", "0.5",
-                                              "--exit-probes", exits, *duration,
-                                              "-p", target.pid,
-                                              *[f"{private_app}:{f}" for f in FUNCTIONS]])
-               for exits in ("uretprobe", "ret")}
+    # Three tracers at once: each exit kind with -p, and return probes
+    # system-wide (only this test runs its copy of target-app).
+    tracers = {(exits, scope): procs.start_tool(tool, [
+        "--json", "--mode", mode, "-i", "0.5", "--exit-probes", exits, *duration,
+        *(["-p", target.pid] if scope == "-p" else []),
+        *[f"{private_app}:{f}" for f in FUNCTIONS]])
+        for exits, scope in (("uretprobe", "-p"), ("ret", "-p"), ("uretprobe", "system-wide"))}
     if stop == "duration":
         for tracer in tracers.values():
             assert tracer.wait(TRACE_SECONDS + EXIT_TIMEOUT) == 0, tracer.describe()
@@ -73,8 +76,9 @@ def test_stopping_mid_flight_loses_nothing(procs, tool, private_app, mode, stop)
             assert tracer.wait(EXIT_TIMEOUT) == 0, tracer.describe()
     target.process.send(signal.SIGINT)
     truth = target.finish()
-    for exits, tracer in tracers.items():
-        assert_invents_nothing(tracer, truth, f"{mode} mode, exit by {exits}, stopped by {stop}")
+    for (exits, scope), tracer in tracers.items():
+        assert_invents_nothing(tracer, truth,
+                               f"{mode} mode, exit by {exits}, {scope}, stopped by {stop}")
 
 
 def test_agent_stopped_by_sigterm_loses_nothing(procs, tool, private_app):
