@@ -115,6 +115,25 @@ def test_span_series_and_slowest_with_the_stack_at_the_end(procs, tool):
         assert frames[:2] == ["complete_job", "worker"], frames
 
 
+def test_span_beside_cpu_split_and_self(procs, tool):
+    """--cpu-split and --self split the functions' calls; a span, which may
+    run on several threads and makes no calls, keeps its one histogram."""
+    program = job_queue()
+    work = procs.start_workload(program, ["--jobs", "40"])
+    traced = procs.start_tool(tool, ["--json", "--cpu-split", "--self", "-p", str(work.pid),
+                                     "--span",
+                                     f"job={program}:submit_job:arg0 -> complete_job:arg0",
+                                     f"{program}:complete_job"])
+    work.start()
+    truth = work.finish().data["spans"][0]
+    assert traced.wait(30) == 0, traced.describe()
+    totals = totals_by_symbol(traced.text("stdout"))
+    span, function = totals["job"], totals["complete_job"]
+    assert span["count"] == function["count"] == truth["completed"] == 40, totals
+    assert "oncpu" in function and "self" in function, function
+    assert "oncpu" not in span and "self" not in span, span
+
+
 @pytest.mark.parametrize("span, pattern", [
     ("job=x:submit_job:arg0", "no \" -> \""),
     ("job=x:submit_job:arg0 -> complete_job:entry", "one point carries a value"),
