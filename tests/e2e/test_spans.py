@@ -314,3 +314,12 @@ def test_nginx_request_spans_show_the_upstream_delays(procs, tool, tmp_path):
     assert process["count"] == answered, process
     assert process["p50_ns"] < 2_000_000, process
     assert process["max_ns"] < request["min_ns"], (process, request)
+
+
+def test_span_points_that_name_no_one_function_are_refused(tool):
+    program = job_queue()
+    assert_refused(run_tool(tool, ["--span", f"a={program}:nosuch:entry -> complete_job:entry"]),
+                   r"span a: no function \"nosuch\"")
+    go = built(build_dir() / "tests" / "programs" / "go-workload", "go-workload")
+    assert_refused(run_tool(tool, ["--span", f"a={go}:main.main:entry -> main.main:return"]),
+                   "span a: main.main is Go code")
