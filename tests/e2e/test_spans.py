@@ -44,6 +44,8 @@ def test_job_spans_counted_exactly_within_the_programs_bounds(procs, tool, mode)
     assert traced.wait(30) == 0, traced.describe()
     record = totals_by_symbol(traced.text("stdout"))["job"]
     assert record["kind"] == "span", record
+    # auto: the span's rate passes the threshold, so it ends in kernel mode.
+    assert record["mode"] == ("kernel" if mode == "auto" else mode), record
     assert record["count"] == truth["completed"] == 300, (record, truth)
     assert record["lost_span_reused"] == truth["reused"], record
     assert record["lost_span_open"] == truth["left_open"], record
