@@ -42,6 +42,7 @@ _funclatency() {
     -r --regex --merge --max-functions --wait-for-library --late-functions
     --calibrate --subtract-overhead --cpu-split --self --by --max-series -c --cgroup
     --kernel-slots --slowest --slower-than --follow --config --check-config
+    --span --span-capacity
     --prometheus --prometheus-prefix --web-config --otlp --otlp-protocol
     --otlp-histogram --otlp-temporality --otlp-pid-attribute --user"
 
@@ -74,6 +75,17 @@ _funclatency() {
       ;;
     --config)
       _filedir '@(yaml|yml)'
+      return
+      ;;
+    --span)
+      # NAME=START -> END: offered as the nginx request's, to edit; POINT is
+      # entry, return, ret or argN.
+      if [[ -z $cur ]]; then
+        COMPREPLY=("'request=/usr/sbin/nginx:ngx_http_create_request:ret -> ngx_http_free_request:arg0'")
+      fi
+      return
+      ;;
+    --span-capacity)
       return
       ;;
     -i | --interval | -d | --duration | --auto-threshold | --max-functions | \

@@ -850,3 +850,123 @@ int BPF_KPROBE(fl_go_exit) {
   }
   return 0;
 }
+
+/* --- Spans ------------------------------------------------------------------
+ * A start point stores the time under the span's key; the end point looks
+ * the key up, deletes it and records the duration under the span's function
+ * id, the way a call of a function is recorded (events or kernel slot).
+ * The map of open spans is a plain hash, preallocated: an LRU would evict
+ * an open span without telling, here a start with no room is refused and
+ * counted (span_lost.full), and a start of a key already open replaces it and
+ * counts the old one (span_lost.reused). Spans still open when the run ends are
+ * counted by user space (collect/span_open). */
+
+/* Fixed before load: the function id of span 0 (spans follow the functions). */
+const volatile __u32 span_first_fn = 0;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1); /* the number of spans */
+  __type(key, __u32);
+  __type(value, struct fl_span_config);
+} span_config SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1); /* the number of spans */
+  __type(key, __u32);
+  __type(value, struct fl_span_lost);
+} span_lost SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1); /* --span-capacity when spans are traced */
+  __type(key, struct fl_span_key);
+  __type(value, struct fl_span_open);
+} open_spans SEC(".maps");
+
+enum span_count { SPAN_REUSED, SPAN_FULL, SPAN_UNSTARTED };
+
+static __always_inline void count_span(__u32 index, enum span_count what) {
+  struct fl_span_lost* lost = bpf_map_lookup_elem(&span_lost, &index);
+  if (!lost) return;
+  /* Atomic though per CPU: a uprobe's program can be preempted. */
+  if (what == SPAN_REUSED)
+    __sync_fetch_and_add(&lost->reused, 1);
+  else if (what == SPAN_FULL)
+    __sync_fetch_and_add(&lost->full, 1);
+  else
+    __sync_fetch_and_add(&lost->unstarted, 1);
+}
+
+/* A point's value: argument N at an entry, the return value at a return. */
+static __always_inline __u64 span_value(struct pt_regs* ctx, __u32 source) {
+  if (source == FL_SPAN_VALUE_RET) return FL_REG(ax);
+  __u64 regs[6] = {FL_REG(di), FL_REG(si), FL_REG(dx), FL_REG(cx), FL_REG(r8), FL_REG(r9)};
+  return source < 6 ? regs[source] : 0;
+}
+
+static __always_inline __u32 span_index(struct pt_regs* ctx) {
+  return (__u32)bpf_get_attach_cookie(ctx) & ~FL_SPAN_COOKIE_AT_RET;
+}
+
+static __always_inline struct fl_span_config* span_of(__u32 index) {
+  return bpf_map_lookup_elem(&span_config, &index);
+}
+
+static __always_inline void span_key_of(struct pt_regs* ctx, const struct fl_span_config* span,
+                                        __u32 source, struct fl_span_key* key) {
+  __u64 pid_tgid = bpf_get_current_pid_tgid();
+  key->fn_id = span->fn_id;
+  key->tgid = (__u32)(pid_tgid >> 32);
+  if (span->flags & FL_SPAN_BY_VALUE) {
+    if (span->flags & FL_SPAN_ANY_PROCESS) key->tgid = 0;
+    key->value = span_value(ctx, source);
+  } else {
+    key->value = (__u32)pid_tgid;
+  }
+}
+
+SEC("uprobe")
+int BPF_KPROBE(fl_span_start) {
+  if (filtered_out()) return 0;
+  const __u32 index = span_index(ctx);
+  struct fl_span_config* span = span_of(index);
+  if (!span) return 0;
+  struct fl_span_key key = {};
+  span_key_of(ctx, span, span->start_value, &key);
+  struct fl_span_open open = {.start_ns = bpf_ktime_get_ns()};
+  long rc = bpf_map_update_elem(&open_spans, &key, &open, BPF_NOEXIST);
+  if (rc == -17 /* EEXIST */) {
+    /* Started again before its end was seen: the open one can never be
+     * paired right; it is lost, the new start takes its place. */
+    count_span(index, SPAN_REUSED);
+    bpf_map_update_elem(&open_spans, &key, &open, BPF_ANY);
+  } else if (rc) {
+    count_span(index, SPAN_FULL);
+  }
+  return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(fl_span_end) {
+  __u64 now = bpf_ktime_get_ns();
+  if (filtered_out()) return 0;
+  const __u32 index = span_index(ctx);
+  struct fl_span_config* span = span_of(index);
+  if (!span) return 0;
+  struct fl_span_key key = {};
+  span_key_of(ctx, span, span->end_value, &key);
+  struct fl_span_open* open = bpf_map_lookup_elem(&open_spans, &key);
+  if (!open) {
+    count_span(index, SPAN_UNSTARTED);
+    return 0;
+  }
+  __u64 start_ns = open->start_ns;
+  /* Only the end that deletes the key records it: two ends of one key on
+   * two CPUs count one span. */
+  if (bpf_map_delete_elem(&open_spans, &key)) return 0;
+  __u32 flags = ((__u32)bpf_get_attach_cookie(ctx) & FL_SPAN_COOKIE_AT_RET) ? FL_SLOW_AT_RET : 0;
+  record_call(ctx, span->fn_id, now > start_ns ? now - start_ns : 0, NULL, flags, 0, 0);
+  return 0;
+}

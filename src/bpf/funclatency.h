@@ -315,6 +315,57 @@ struct fl_slow_call {
   __u64 value; /* --by retval/argN: the call's series value */
 };
 
+/* --- Spans ---------------------------------------------------------------
+ * A span is a latency from one probe point (a function's entry or return) to
+ * another, matched by the thread or by a value. It has a function id after
+ * the functions' (so its durations go where a function's go: events or
+ * kernel slots), and its settings in span_config at fn_id - span_first_fn. */
+
+/* Where a point's value comes from: argument N (0..5) at an entry, or the
+ * return value at a return. */
+#define FL_SPAN_VALUE_RET 6u
+#define FL_SPAN_VALUE_NONE 7u
+
+/* Matched by a value (else by the thread); within one process unless
+ * FL_SPAN_ANY_PROCESS. */
+#define FL_SPAN_BY_VALUE 1u
+#define FL_SPAN_ANY_PROCESS 2u
+
+/* A span probe's attach cookie: the span's index, with this bit where the
+ * return address is at [sp] (an entry or a `ret`; not after a return, where
+ * a uretprobe runs), which a slow span's stack unwinding needs. */
+#define FL_SPAN_COOKIE_AT_RET (1u << 31)
+
+struct fl_span_config {
+  __u32 fn_id;
+  __u32 flags;       /* FL_SPAN_* */
+  __u32 start_value; /* FL_SPAN_VALUE_* or the argument index */
+  __u32 end_value;
+};
+
+/* An open span: by thread {fn_id, tgid, tid}; by value {fn_id, tgid (0 with
+ * FL_SPAN_ANY_PROCESS), value}. */
+struct fl_span_key {
+  __u32 fn_id;
+  __u32 tgid;
+  __u64 value;
+};
+
+struct fl_span_open {
+  __u64 start_ns;
+};
+
+/* Per span, per CPU (span_lost, by span index): a start whose key was
+ * started again before its end (the new start replaces it) and a start the
+ * open-span map had no room for, both spans lost, never paired; and ends
+ * whose key no start had (started before the probes, or its start was
+ * lost): not spans, not lost. */
+struct fl_span_lost {
+  __u64 reused;
+  __u64 full;
+  __u64 unstarted;
+};
+
 /* Kernel-mode totals live in a pool of slots (fn_stats entries), given to
  * the functions in kernel mode: per-CPU memory follows what is hot, not
  * functions x CPUs. */

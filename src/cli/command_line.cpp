@@ -33,6 +33,8 @@ EXAMPLES:
   funclatency --follow /app/server:handle       # every container running /app/server
   funclatency --prometheus 9464 -p 1234 :handle # serve /metrics for Prometheus
   funclatency --json -i 1 -d 60 ./app:f > run.ndjson && funclatency report run.ndjson
+  funclatency -m --span 'request=/usr/sbin/nginx:ngx_http_create_request:ret -> ngx_http_free_request:arg0'
+                                                # a request's life in nginx, made to freed
 )";
 
 void add_privilege_options(CLI::App& app, PrivilegeCliValues& values) {
@@ -54,7 +56,11 @@ std::expected<Arguments, int> parse_command_line(int argc, char** argv) {
   const bool config_file = std::any_of(argv + 1, argv + argc, [](const char* arg) {
     return std::string_view(arg) == "--config" || std::string_view(arg).starts_with("--config=");
   });
-  add_core_options(app, arguments.core, !config_file);
+  // Spans alone are a run too: no TARGET needed.
+  const bool spans = std::any_of(argv + 1, argv + argc, [](const char* arg) {
+    return std::string_view(arg) == "--span" || std::string_view(arg).starts_with("--span=");
+  });
+  add_core_options(app, arguments.core, !config_file && !spans);
   add_prometheus_options(app, arguments.prometheus);
   add_otlp_options(app, arguments.otlp);
   add_privilege_options(app, arguments.privileges);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cli/span_option.h"
 #include "collect/tracing_choices.h"
 #include "common/duration.h"
 #include "symbols/target_spec.h"
@@ -86,8 +87,39 @@ Result<void> check_target_sources(const CommandLine& v) {
   if (!v.config_file.empty() && !v.targets.empty()) {
     return bad_input("TARGETs and --config both given", "put the targets in the --config file");
   }
-  if (v.targets.empty() && v.config_file.empty() && !v.calibrate) {
+  if (v.targets.empty() && v.config_file.empty() && !v.calibrate && v.spans.empty()) {
     return bad_input("no TARGET given", "write BINARY:FUNCTION (see --help), or --config FILE");
+  }
+  return {};
+}
+
+// The --span options: each parsed, named once, and only where spans can be
+// traced (the programs on the command line, not followed ones).
+Result<void> take_spans(const CommandLine& v, Config& config) {
+  for (const auto& text : v.spans) {
+    auto span = parse_span(text);
+    if (!span) return std::unexpected(span.error());
+    if (span->start.binary.empty() && v.pid <= 0) {
+      return bad_input(fmt::format("--span \"{}\" names no binary", text),
+                       "give -p PID, or write BINARY:FUNCTION:POINT");
+    }
+    for (const auto& other : config.spans) {
+      if (other.name == span->name) {
+        return bad_input(fmt::format("two spans are named {}", span->name),
+                         "give each --span its own NAME");
+      }
+    }
+    config.spans.push_back(std::move(*span));
+  }
+  config.span_capacity = v.span_capacity;
+  if (!config.spans.empty() && (v.follow || !v.config_file.empty())) {
+    return bad_input(
+        "--span with --follow or --config: spans are traced in the programs named "
+        "on the command line only",
+        "give the span's binary (and -p PID) without --follow/--config");
+  }
+  if (!config.spans.empty() && v.list) {
+    return bad_input("-l lists TARGETs' functions, not spans", "leave --span out with -l");
   }
   return {};
 }
@@ -169,6 +201,7 @@ Result<Config> finish_config(const CommandLine& v) {
     return std::unexpected(taken.error());
   }
   if (auto checked = check_target_sources(v); !checked) return std::unexpected(checked.error());
+  if (auto taken = take_spans(v, config); !taken) return std::unexpected(taken.error());
   if (auto taken = take_targets(v, config); !taken) return std::unexpected(taken.error());
   take_output_and_limits(v, config);
   if (auto taken = take_probe_choices(v, config); !taken) return std::unexpected(taken.error());

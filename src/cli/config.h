@@ -10,6 +10,7 @@
 #include "agent/agent_config.h"
 #include "collect/trace_session.h"
 #include "collect/value_series.h"
+#include "model/span.h"
 #include "probe/probe_plan.h"
 
 namespace CLI {
@@ -53,6 +54,8 @@ struct Config {
   std::vector<FollowTarget> follow_targets;
   std::string config_file;  // --config: re-read on SIGHUP
   bool check_config = false;
+  std::vector<SpanSpec> spans;    // --span
+  uint32_t span_capacity = 16384;  // --span-capacity: open spans the kernel holds at once
 
   bool following() const { return !follow_targets.empty(); }
 };
@@ -83,6 +86,8 @@ struct CommandLine {
   bool follow = false;
   std::string config_file;
   bool check_config = false;
+  std::vector<std::string> spans;
+  uint32_t span_capacity = 16384;
 };
 
 // `targets_required`: false when the command line names a --config file,

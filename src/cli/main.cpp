@@ -26,6 +26,7 @@
 #include "cli/privileges.h"
 #include "cli/run_stages.h"
 #include "cli/series.h"
+#include "cli/span_plan.h"
 #include "collect/aggregator.h"
 #include "collect/calibration.h"
 #include "collect/cgroup_names.h"
@@ -43,6 +44,7 @@
 #include "probe/exec_watch.h"
 #include "probe/function_attacher.h"
 #include "probe/library_watch.h"
+#include "probe/span_links.h"
 #include "probe/uprobe_links.h"
 #include "probe/uprobe_warmup.h"
 #include "stacks/stack_resolver.h"
@@ -272,9 +274,11 @@ Result<TracingProbes> attach(const Config& config, const LoadOptions& load,
   return probes;
 }
 
-Aggregator make_aggregator(const Config& config, const TracingProbes& probes) {
+Aggregator make_aggregator(const Config& config, const TracingProbes& probes,
+                           const PlannedSpans& spans) {
   auto [groups, group_of_function] =
       report_groups(config, probes.links.sites(), probes.object->num_functions());
+  add_span_groups(config, spans, probes.object->options(), groups, group_of_function);
   // A process in a container: its reports say which.
   if (config.pid) {
     if (auto cgroup = cgroup_of_process(*config.pid)) {
@@ -526,6 +530,20 @@ void print_banner(const Config& config, const TracingProbes& probes, const LateA
              stderr);
 }
 
+// The spans' start and end probes, on the object the functions' probes load.
+Result<SpanLinks> attach_spans(const Config& config, const PlannedSpans& spans,
+                               const TracingProbes& probes, const Messages& messages) {
+  auto links =
+      attach_span_probes(*probes.object, spans.starts, spans.ends, config.pid.value_or(-1));
+  if (!links || spans.specs.empty()) return links;
+  messages.detail([&] {
+    return fmt::format("{} spans: {} probes; the open-span map holds {} (--span-capacity)",
+                       spans.specs.size(), links->starts.size() + links->ends.size(),
+                       config.span_capacity);
+  });
+  return links;
+}
+
 Result<void> run(const Config& config, const std::optional<AgentSettings>& agent_settings,
                  const PrometheusCliValues& prometheus_values, const OtlpCliValues& otlp_values,
                  const PrivilegeCliValues& privilege_values) {
@@ -540,6 +558,8 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   ProbePlanner planner;
   auto targets = plan_targets(config, resolver, planner, messages);
   if (!targets) return std::unexpected(targets.error());
+  auto spans = plan_spans(config, resolver, planner);
+  if (!spans) return std::unexpected(spans.error());
   UprobeWarmup warmup;  // the kernel's first-uprobe wait, while we load (probe/uprobe_warmup.h)
   auto sinks = open_sinks(config, prometheus_values, otlp_values, messages);
   if (!sinks) return std::unexpected(sinks.error());
@@ -548,11 +568,14 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   auto cgroups = open_cgroups(config);
   if (!cgroups) return std::unexpected(cgroups.error());
   LoadOptions load = load_options(config, *targets, *calibration);
+  add_span_load_options(config, *spans, load);
   for (const auto& fd : *cgroups) load.cgroup_fds.push_back(fd.get());
   auto probes = attach(config, load, *targets, messages);
   if (!probes) return std::unexpected(probes.error());
+  auto span_links = attach_spans(config, *spans, *probes, messages);
+  if (!span_links) return std::unexpected(span_links.error());
   warmup.wait_registered();
-  Aggregator aggregator = make_aggregator(config, *probes);
+  Aggregator aggregator = make_aggregator(config, *probes, *spans);
   LateAttacher late(config, targets->waiting,
                     watch_options(config, load, probes->method,
                                   static_cast<uint32_t>(targets->sites.size()), *calibration),
@@ -574,7 +597,10 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   TraceSession session(
       *probes->object, aggregator, sinks->all(),
       run_session_options(config, messages, *sinks, late, *following, *probes, aggregator, stacks),
-      stop_fd->get(), [&probes] { probes->detach(); });
+      stop_fd->get(), [&probes, &span_links] {
+        span_links->detach_all();
+        probes->detach();
+      });
   print_banner(config, *probes, late);
   auto stopped = session.run();
   if (late.waiting()) messages.note(never_loaded_line(config.pid.value_or(0), late.pending()));

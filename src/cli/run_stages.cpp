@@ -212,6 +212,14 @@ const char* mode_statement(ModeChoice mode) {
 std::string start_banner(const Config& config, std::span<const AttachedSite> traced,
                          std::span<const TargetSpec> pending) {
   const int pid = config.pid.value_or(0);
+  std::string spans;
+  for (const auto& span : config.spans) spans += (spans.empty() ? "" : ", ") + span.name;
+  if (!spans.empty())
+    spans = fmt::format(" and span{} {}", config.spans.size() == 1 ? "" : "s", spans);
+  if (traced.empty() && pending.empty() && !config.spans.empty()) {
+    return fmt::format("Tracing {} ({})... Hit Ctrl-C to end.\n", spans.substr(5),
+                       mode_statement(config.mode));
+  }
   if (traced.empty()) {
     return fmt::format(
         "Waiting for process {} to load the library of {} ({})... Hit Ctrl-C to end.\n", pid,
@@ -222,8 +230,8 @@ std::string start_banner(const Config& config, std::span<const AttachedSite> tra
     waiting = fmt::format("; waiting for process {} to load the library of {}", pid,
                           describe_waiting(pending));
   }
-  return fmt::format("Tracing {} function{} for {}{} ({})... Hit Ctrl-C to end.\n", traced.size(),
-                     traced.size() == 1 ? "" : "s", describe_targets(traced), waiting,
+  return fmt::format("Tracing {} function{} for {}{}{} ({})... Hit Ctrl-C to end.\n", traced.size(),
+                     traced.size() == 1 ? "" : "s", describe_targets(traced), spans, waiting,
                      mode_statement(config.mode));
 }
 

@@ -124,11 +124,14 @@ FunctionReport Aggregator::new_report(ReportGroup group) const {
   report.series.container_id = std::move(group.container_id);
   report.series.pod_uid = std::move(group.pod_uid);
   report.labels = std::move(group.labels);
-  if (cpu_split_) {
+  report.span = group.span;
+  // A span may run on several threads: it has no split of its own.
+  if (cpu_split_ && !report.span) {
     report.interval_split = empty_split(unit_ns_);
     report.total_split = empty_split(unit_ns_);
   }
-  if (self_time_) {
+  // Nor self time: no calls are made inside a span.
+  if (self_time_ && !report.span) {
     report.interval_self.emplace(unit_ns_);
     report.total_self.emplace(unit_ns_);
   }

@@ -34,6 +34,8 @@ struct ReportGroup {
   std::optional<uint32_t> series_by;
   // --config: the target's own --slowest K; unset: the run's.
   std::optional<size_t> slowest;
+  // A span (model/span.h): `symbol` is its name.
+  bool span = false;
 };
 
 // Cumulative in-kernel totals of one function, summed over CPUs.

@@ -15,6 +15,7 @@
 #include "collect/event_reader.h"
 #include "collect/map_reader.h"
 #include "collect/open_frames.h"
+#include "collect/span_open.h"
 #include "common/unique_fd.h"
 
 namespace funclatency {
@@ -143,6 +144,40 @@ Result<void> TraceSession::count_frames_left_open() {
   return {};
 }
 
+// Spans still open in processes that exited (every interval), or at all
+// (the run's end): their ends can no longer come; counted lost.
+Result<void> TraceSession::count_spans_left_open(bool at_end) {
+  if (object_.options().spans.empty()) return {};
+  auto open = take_open_spans(object_.open_spans_fd(), [at_end](uint32_t tgid) {
+    return at_end || (tgid != 0 && process_gone(tgid));
+  });
+  if (!open) return std::unexpected(open.error());
+  for (const auto& [fn_id, spans] : *open) {
+    aggregator_.on_lost(fn_id, LostCounts{.span_open = spans});
+  }
+  return {};
+}
+
+// Spans: the probes' counts of spans lost (reused, full) and of ends
+// without a start, cumulative per CPU; the growth since the last read.
+Result<void> TraceSession::collect_span_lost() {
+  const auto& spans = object_.options().spans;
+  if (spans.empty()) return {};
+  auto lost = read_span_lost(object_.span_lost_fd(), static_cast<uint32_t>(spans.size()));
+  if (!lost) return std::unexpected(lost.error());
+  last_span_lost_.resize(spans.size());
+  for (size_t index = 0; index < spans.size(); index++) {
+    const LostCounts& now = (*lost)[index];
+    LostCounts& last = last_span_lost_[index];
+    LostCounts delta{.span_reused = now.span_reused - last.span_reused,
+                     .span_full = now.span_full - last.span_full,
+                     .span_unstarted = now.span_unstarted - last.span_unstarted};
+    if (delta.total() || delta.span_unstarted) aggregator_.on_lost(spans[index].fn_id, delta);
+    last = now;
+  }
+  return {};
+}
+
 Result<void> TraceSession::collect_kernel_side() {
   MapReader reader(object_.fn_stats_fd(), object_.fn_lost_fd(), num_functions_);
   auto lost = reader.read_all_lost();
@@ -157,6 +192,7 @@ Result<void> TraceSession::collect_kernel_side() {
     if (delta.total() || delta.split_unknown || delta.slow_dropped) aggregator_.on_lost(fn, delta);
     last_lost_[fn] = now;
   }
+  if (auto spans = collect_span_lost(); !spans) return spans;
   if (auto series = collect_kernel_series(reader); !series) return series;
   // The slots held (or cooling), each the calls of its owner; with
   // --cpu-split or --self a slot's parts follow it, one stride (the number
@@ -477,6 +513,7 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(EventReader& reade
   if (schedule.next_interval && now >= *schedule.next_interval) {
     if (auto ok = close_interval(reader); !ok) return std::unexpected(ok.error());
     if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
+    if (auto ok = count_spans_left_open(false); !ok) return std::unexpected(ok.error());
     if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
     emit(Report::Kind::kInterval);
     *schedule.next_interval += options_.interval;
@@ -510,6 +547,7 @@ Result<void> TraceSession::take_functions(const std::vector<uint32_t>& added) {
 }
 
 Result<void> TraceSession::write_live() {
+  if (auto ok = count_spans_left_open(false); !ok) return ok;
   if (auto ok = collect_kernel_side(); !ok) return ok;
   Report live = aggregator_.peek_report(std::chrono::system_clock::now());
   if (options_.annotate) options_.annotate(live);
@@ -528,6 +566,7 @@ Result<StopReason> TraceSession::finish(EventReader& reader, StopReason reason) 
     return std::unexpected(drained.error());
   }
   if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
+  if (auto ok = count_spans_left_open(true); !ok) return std::unexpected(ok.error());
   if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
   if (!any_sink_broken()) emit(Report::Kind::kTotal);
   for (Sink* sink : sinks_) sink->close();

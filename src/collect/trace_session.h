@@ -95,6 +95,8 @@ class TraceSession {
   Result<void> write_live();
   Result<void> collect_kernel_side();
   Result<void> count_frames_left_open();
+  Result<void> count_spans_left_open(bool at_end);
+  Result<void> collect_span_lost();
   static std::vector<std::optional<uint32_t>> initial_slot_owners(const BpfObject& object);
   void make_room_for(uint32_t fn_id, const std::vector<uint64_t>& calls);
   Result<void> collect_kernel_series(MapReader& reader);
@@ -140,6 +142,7 @@ class TraceSession {
   };
   std::vector<HeldCall> next_calls_;
   std::vector<std::unique_ptr<fl_slow_call>> next_slow_;
+  std::vector<LostCounts> last_span_lost_;  // spans: span_lost's last totals, by span index
 };
 
 }  // namespace funclatency

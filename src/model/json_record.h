@@ -22,6 +22,14 @@ inline constexpr const char* kLost = "lost";
 inline constexpr const char* kLostUnreturned = "lost_unreturned";
 inline constexpr const char* kLostDepth = "lost_depth";
 inline constexpr const char* kLostRingbuf = "lost_ringbuf";
+// Spans: "kind" is "span" (symbol is the span's name), and the spans lost
+// by reason; span_unstarted counts ends without a start (not spans).
+inline constexpr const char* kKind = "kind";
+inline constexpr const char* kSpanKind = "span";
+inline constexpr const char* kLostSpanReused = "lost_span_reused";
+inline constexpr const char* kLostSpanFull = "lost_span_full";
+inline constexpr const char* kLostSpanOpen = "lost_span_open";
+inline constexpr const char* kSpanUnstarted = "span_unstarted";
 
 // A histogram: the wall one in the record itself, the others in objects.
 inline constexpr const char* kCount = "count";

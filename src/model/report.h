@@ -24,13 +24,28 @@ struct LostCounts {
   // --slowest/--slower-than: calls over the threshold whose record (and
   // stack) did not fit the ring buffer; counted calls, so not in total().
   uint64_t slow_dropped = 0;
-  uint64_t total() const { return unreturned + depth + ringbuf; }
+  // Spans (model/span.h): a start whose key started again before its end, a
+  // start the open-span map had no room for, a span still open at the end
+  // of the run (or when its process exited).
+  uint64_t span_reused = 0;
+  uint64_t span_full = 0;
+  uint64_t span_open = 0;
+  // Spans: ends whose key no start had (started before tracing, or its start
+  // was lost above): not spans, so not in total().
+  uint64_t span_unstarted = 0;
+  uint64_t total() const {
+    return unreturned + depth + ringbuf + span_reused + span_full + span_open;
+  }
   LostCounts& operator+=(const LostCounts& o) {
     unreturned += o.unreturned;
     depth += o.depth;
     ringbuf += o.ringbuf;
     split_unknown += o.split_unknown;
     slow_dropped += o.slow_dropped;
+    span_reused += o.span_reused;
+    span_full += o.span_full;
+    span_open += o.span_open;
+    span_unstarted += o.span_unstarted;
     return *this;
   }
 };
@@ -134,6 +149,9 @@ struct FunctionReport {
   // first (fewer when fewer calls were over the threshold).
   std::vector<SlowCall> interval_slowest;
   std::vector<SlowCall> total_slowest;
+  // A span (model/span.h), not a function: `symbol` is the span's name,
+  // `binary` its start's; the durations run from start to end.
+  bool span = false;
 };
 
 // --follow/--config: the agent's account of itself, for an operator.

@@ -237,6 +237,15 @@ std::string format_agent(const Report& report, const AgentStatus& agent) {
           : fmt::format("; last reload failed ({} so far)", agent.config_reload_failures));
 }
 
+// A span's losses by reason, and the ends that had no start (not spans).
+std::string format_span_lost(const LostCounts& lost) {
+  if (!lost.total() && !lost.span_unstarted) return {};
+  return fmt::format(
+      "spans lost: {} started again before their end, {} with no room (--span-capacity), {} "
+      "open at the end; {} ends without a start\n",
+      lost.span_reused, lost.span_full, lost.span_open, lost.span_unstarted);
+}
+
 std::string format_report(const Report& report, const ConsoleOptions& options) {
   bool total = report.kind == Report::Kind::kTotal;
   std::string out;
@@ -251,14 +260,17 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
     const LatencyHistogram& h = total ? function.total : function.interval;
     const LostCounts& lost = total ? function.total_lost : function.interval_lost;
     const std::string labels = format_labels(function.labels);
+    const std::string name = function.span ? "span " + function.symbol : function.symbol;
+    const char* what = function.span ? "spans" : "calls";
     if (function.series.any()) {
-      out += fmt::format("{}{}  {}: {} calls\n", function.symbol, labels,
-                         format_series(function.series, report.series_folded), h.count());
+      out += fmt::format("{}{}  {}: {} {}\n", name, labels,
+                         format_series(function.series, report.series_folded), h.count(), what);
     } else {
-      out += fmt::format("{}{}: {} calls\n", function.symbol, labels, h.count());
+      out += fmt::format("{}{}: {} {}\n", name, labels, h.count(), what);
     }
     out += format_histogram(h, options.unit_name);
     out += format_summary(h, lost);
+    if (function.span) out += format_span_lost(lost);
     const auto& split = total ? function.total_split : function.interval_split;
     if (split) out += format_cpu_split(*split, h, lost.split_unknown);
     const auto& self = total ? function.total_self : function.interval_self;

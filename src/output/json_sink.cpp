@@ -125,6 +125,13 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
       {field::kLostRingbuf, lost.ringbuf},
   };
   record.update(histogram_to_json(h));
+  if (function.span) {
+    record[field::kKind] = field::kSpanKind;
+    record[field::kLostSpanReused] = lost.span_reused;
+    record[field::kLostSpanFull] = lost.span_full;
+    record[field::kLostSpanOpen] = lost.span_open;
+    record[field::kSpanUnstarted] = lost.span_unstarted;
+  }
   if (const auto& split = total ? function.total_split : function.interval_split) {
     record[field::kOncpu] = histogram_to_json(split->oncpu);
     record[field::kRunnable] = histogram_to_json(split->runnable);

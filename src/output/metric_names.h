@@ -35,6 +35,9 @@ inline constexpr std::string_view kRunnable = "function_runnable_ms";   // --cpu
 inline constexpr std::string_view kBlocked = "function_blocked_ms";     // --cpu-split
 inline constexpr std::string_view kSelfTime = "function_self_time_ms";  // --self
 inline constexpr std::string_view kFunctionLostCalls = "function_lost_calls";
+// --span: a span's durations (its losses are function_lost_calls' with the
+// reasons reused, full, open).
+inline constexpr std::string_view kSpanLatency = "function_span_ms";
 inline constexpr std::string_view kRingbufDroppedCalls = "ringbuf_dropped_calls";
 
 // What the tool says of itself: funclatency_*, never prefixed.
@@ -90,6 +93,8 @@ inline constexpr AttributeName kContainerRuntime{"container_runtime", "container
 inline constexpr AttributeName kRetval{"retval", "retval"};
 inline constexpr AttributeName kArg{"arg", "arg"};
 inline constexpr AttributeName kArgIndex{"arg_index", "arg.index"};
+// --span: a span's name, where a function's series has `symbol`.
+inline constexpr AttributeName kSpan{"span", "span"};
 // Lost calls and attach failures, by reason.
 inline constexpr AttributeName kReason{"reason", "reason"};
 

@@ -24,6 +24,10 @@ namespace funclatency {
 static_assert(sizeof(fl_event) == 16);
 static_assert(sizeof(fl_fn_stats) == 4 * 8 + FL_NUM_BUCKETS * 8);
 static_assert(sizeof(fl_fn_lost) == 5 * 8);
+static_assert(sizeof(fl_span_lost) == 3 * 8);
+static_assert(sizeof(fl_span_config) == 16);
+static_assert(sizeof(fl_span_key) == 16);
+static_assert(sizeof(fl_span_open) == 8);
 static_assert(sizeof(fl_fn_config) == 40);
 static_assert(sizeof(fl_user_regs) == 8 * 8);
 static_assert(sizeof(fl_slow_floor) == 3 * 8 + FL_MAX_SLOWEST * 8);
@@ -91,7 +95,11 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
       {skeleton->maps.series_stats, options.series_by ? options.max_series * parts : 1},
       {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
       {skeleton->maps.go_stacks, options.go_programs ? FL_GO_MAX_GOROUTINES : 1},
+      {skeleton->maps.span_config, static_cast<uint32_t>(options.spans.size())},
+      {skeleton->maps.span_lost, static_cast<uint32_t>(options.spans.size())},
+      {skeleton->maps.open_spans, options.spans.empty() ? 1 : options.span_capacity},
   };
+  skeleton->rodata->span_first_fn = options.span_first_fn;
   for (const auto& [map, size] : sizes) {
     if (int rc = bpf_map__set_max_entries(map, std::max(size, 1u)); rc < 0) {
       return {rc, bpf_map__name(map)};
@@ -116,6 +124,8 @@ void choose_programs(funclatency_bpf* skeleton, const LoadOptions& options) {
   bpf_program__set_autoload(skeleton->progs.fl_go_exit, options.go_programs);
   bpf_program__set_autoload(skeleton->progs.fl_sched_switch, options.cpu_split);
   bpf_program__set_autoload(skeleton->progs.fl_thread_exit, options.thread_exit_program);
+  bpf_program__set_autoload(skeleton->progs.fl_span_start, !options.spans.empty());
+  bpf_program__set_autoload(skeleton->progs.fl_span_end, !options.spans.empty());
 }
 
 }  // namespace
@@ -180,6 +190,12 @@ Result<void> BpfObject::configure_all() {
   if (bpf_map_update_batch(fn_config_fd(), ids.data(), configs.data(), &count, nullptr) < 0) {
     return runtime_error("configure the traced functions", errno);
   }
+  for (uint32_t index = 0; index < options_.spans.size(); index++) {
+    if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.span_config), &index,
+                            &options_.spans[index], BPF_ANY) < 0) {
+      return runtime_error(fmt::format("configure span {}", index), errno);
+    }
+  }
   return {};
 }
 
@@ -207,6 +223,18 @@ bpf_program* BpfObject::sched_switch_program() const {
 }
 bpf_program* BpfObject::thread_exit_program() const {
   return skeleton_->progs.fl_thread_exit;
+}
+bpf_program* BpfObject::span_start_program() const {
+  return skeleton_->progs.fl_span_start;
+}
+bpf_program* BpfObject::span_end_program() const {
+  return skeleton_->progs.fl_span_end;
+}
+int BpfObject::open_spans_fd() const {
+  return bpf_map__fd(skeleton_->maps.open_spans);
+}
+int BpfObject::span_lost_fd() const {
+  return bpf_map__fd(skeleton_->maps.span_lost);
 }
 int BpfObject::fn_stats_fd() const {
   return bpf_map__fd(skeleton_->maps.fn_stats);

@@ -67,6 +67,12 @@ struct LoadOptions {
   std::vector<uint64_t> function_slow_ns;    // set by load
   std::vector<uint32_t> function_slowest_k;  // set by load
   std::vector<uint32_t> function_mode;       // enum fl_mode by function; set by load
+  // Spans (probe/span_links.h): their settings, span i has function id
+  // span_first_fn + i (num_functions counts them); the open-span map holds
+  // span_capacity entries.
+  std::vector<fl_span_config> spans;
+  uint32_t span_first_fn = 0;
+  uint32_t span_capacity = 16384;
 };
 
 // --slowest/--slower-than of one function: the threshold its calls are sent
@@ -97,6 +103,12 @@ class BpfObject {
   bpf_program* go_exit_program() const;
   bpf_program* sched_switch_program() const;
   bpf_program* thread_exit_program() const;
+  bpf_program* span_start_program() const;
+  bpf_program* span_end_program() const;
+  // Spans: the open spans (fl_span_key -> fl_span_open).
+  int open_spans_fd() const;
+  // Spans: per-CPU fl_span_lost by span index.
+  int span_lost_fd() const;
   int fn_stats_fd() const;
   int fn_lost_fd() const;
   int fn_config_fd() const;
@@ -108,6 +120,10 @@ class BpfObject {
   // --by in kernel mode: series folded into `other` so far (bounded count).
   uint64_t series_folded() const;
   uint32_t num_functions() const { return options_.num_functions; }
+  // Where the functions' ids end (the spans' follow).
+  uint32_t function_ids_end() const {
+    return options_.spans.empty() ? options_.num_functions : options_.span_first_fn;
+  }
   uint32_t kernel_slots() const { return options_.kernel_slots; }
   // The function's kernel slot, or FL_NO_SLOT.
   uint32_t slot_of(uint32_t fn_id) const { return options_.function_slot[fn_id]; }

@@ -74,7 +74,9 @@ class FunctionAttacher {
       std::optional<int> seen_by, std::optional<int> only,
       const std::function<bool(const ProbeSite&)>& keep = {}, const FunctionOptions& options = {});
 
-  uint32_t free_ids(const BpfObject& object) const { return object.num_functions() - next_fn_id_; }
+  uint32_t free_ids(const BpfObject& object) const {
+    return object.function_ids_end() - next_fn_id_;
+  }
 
  private:
   AttachSettings settings_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <tuple>
 #include <utility>
 
@@ -50,7 +51,9 @@ constexpr std::string_view kOwnAttributeNames[] = {
 
 void add_function_attributes(google::protobuf::RepeatedPtrField<common_pb::KeyValue>* attributes,
                              const FunctionReport& function, const OtlpOptions& options) {
-  add_attribute(attributes, names::kSymbol.otlp, function.symbol);
+  // A span is named by its `span` attribute where a function has `symbol`.
+  add_attribute(attributes, function.span ? names::kSpan.otlp : names::kSymbol.otlp,
+                function.symbol);
   add_attribute(attributes, names::kBinary.otlp, function.binary);
   if (options.pid_attribute && function.pid != 0) {
     add_attribute(attributes, names::kPid.otlp, function.pid);
@@ -326,12 +329,19 @@ uint64_t add_lost_calls_metric(metrics_pb::ScopeMetrics* scope, const Report& re
   for (const auto& function : report.functions) {
     const LostCounts& counts = delta ? function.interval_lost : function.total_lost;
     ringbuf_dropped += counts.ringbuf;
+    const std::pair<std::string_view, uint64_t> call_reasons[] = {
+        {"unreturned", counts.unreturned}, {"depth", counts.depth}, {"ringbuf", counts.ringbuf}};
+    // A span's: started again before its end, no room, open at the end.
+    const std::pair<std::string_view, uint64_t> span_reasons[] = {{"reused", counts.span_reused},
+                                                                  {"full", counts.span_full},
+                                                                  {"open", counts.span_open},
+                                                                  {"ringbuf", counts.ringbuf}};
     for (auto [reason, value] :
-         {std::pair{"unreturned", counts.unreturned}, std::pair{"depth", counts.depth},
-          std::pair{"ringbuf", counts.ringbuf}}) {
+         function.span ? std::span<const std::pair<std::string_view, uint64_t>>(span_reasons)
+                       : std::span<const std::pair<std::string_view, uint64_t>>(call_reasons)) {
       auto* point = add_count_point(lost, start_ns, time_ns, value);
       add_function_attributes(point->mutable_attributes(), function, options);
-      add_attribute(point->mutable_attributes(), names::kReason.otlp, reason);
+      add_attribute(point->mutable_attributes(), names::kReason.otlp, std::string(reason));
     }
   }
   return ringbuf_dropped;
@@ -443,14 +453,33 @@ otlp_pb::ExportMetricsServiceRequest build_export_request(const Report& report,
   scope->mutable_scope()->set_name("funclatency");
   scope->mutable_scope()->set_version(context.tool_version);
 
-  // The latency histogram, one point per function.
-  add_latency_metric(
-      scope, kLatencyMetricName, "Duration of calls to a traced function, from entry to return",
-      report, options, start_ns, time_ns,
-      [&](const FunctionReport& function) { return &(delta ? function.interval : function.total); },
-      [&](const FunctionReport& function) {
-        return &(delta ? function.interval_slowest : function.total_slowest);
-      });
+  // The latency histogram, one point per function (not there when only
+  // spans are traced).
+  if (!std::ranges::all_of(report.functions, &FunctionReport::span) || report.functions.empty())
+    add_latency_metric(
+        scope, kLatencyMetricName, "Duration of calls to a traced function, from entry to return",
+        report, options, start_ns, time_ns,
+        [&](const FunctionReport& function) -> const LatencyHistogram* {
+          if (function.span) return nullptr;
+          return &(delta ? function.interval : function.total);
+        },
+        [&](const FunctionReport& function) {
+          return &(delta ? function.interval_slowest : function.total_slowest);
+        });
+  // --span: the spans' histogram, a metric of its own.
+  if (std::ranges::any_of(report.functions, &FunctionReport::span)) {
+    add_latency_metric(
+        scope, metric_names::kSpanLatency,
+        "Duration of spans, from a start point to the end point its thread or value matches",
+        report, options, start_ns, time_ns,
+        [&](const FunctionReport& function) -> const LatencyHistogram* {
+          if (!function.span) return nullptr;
+          return &(delta ? function.interval : function.total);
+        },
+        [&](const FunctionReport& function) {
+          return &(delta ? function.interval_slowest : function.total_slowest);
+        });
+  }
   add_cpu_split_metrics(scope, report, options, delta, start_ns, time_ns);
   add_self_time_metric(scope, report, options, delta, start_ns, time_ns);
   add_health_metrics(scope, report, options, health, delta, start_ns, time_ns);

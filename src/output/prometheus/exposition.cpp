@@ -208,12 +208,21 @@ void append_histogram(std::string& out, const std::string& family, const Functio
 
 void append_lost(std::string& out, const std::string& sample_name, const FunctionMetrics& function,
                  const std::string& labels) {
-  const std::pair<std::string_view, uint64_t> reasons[] = {
+  const std::pair<std::string_view, uint64_t> call_reasons[] = {
       {"unreturned", function.lost.unreturned},
       {"depth", function.lost.depth},
       {"ringbuf", function.lost.ringbuf},
   };
-  for (const auto& [reason, value] : reasons) {
+  // A span's: started again before its end, no room, open at the end.
+  const std::pair<std::string_view, uint64_t> span_reasons[] = {
+      {"reused", function.lost.span_reused},
+      {"full", function.lost.span_full},
+      {"open", function.lost.span_open},
+      {"ringbuf", function.lost.ringbuf},
+  };
+  for (const auto& [reason, value] :
+       function.span ? std::span<const std::pair<std::string_view, uint64_t>>(span_reasons)
+                     : std::span<const std::pair<std::string_view, uint64_t>>(call_reasons)) {
     out += sample_name + labels + "," + std::string(names::kReason.prometheus) + "=\"";
     out += reason;
     out += "\"} ";
@@ -420,6 +429,7 @@ MetricsSnapshot snapshot_of(const Report& report) {
       metrics.series = series;
       metrics.unit_ns = function.total.unit_ns();
       metrics.labels = exported_labels(function.labels, kOwnLabelNames);
+      metrics.span = function.span;
       snapshot.functions.push_back(std::move(metrics));
     }
     FunctionMetrics& metrics = snapshot.functions[it->second];
@@ -464,10 +474,27 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
   labels.reserve(snapshot.functions.size());
   for (const FunctionMetrics& function : snapshot.functions) {
     labels.push_back(series_labels(function, shared) + config_labels(function, config_names));
+    // A span is named by its `span` label where a function has `symbol`.
+    if (function.span) {
+      labels.back() = "{" + std::string(names::kSpan.prometheus) +
+                      labels.back().substr(1 + names::kSymbol.prometheus.size());
+    }
   }
   for (size_t i = 0; i < snapshot.functions.size(); i++) {
+    if (snapshot.functions[i].span) continue;
     append_histogram(out, family_names.latency, snapshot.functions[i], labels[i],
                      snapshot.functions[i], format == ExpositionFormat::kOpenMetrics);
+  }
+  if (std::ranges::any_of(snapshot.functions, &FunctionMetrics::span)) {
+    const std::string family = names::prometheus_family(names::kSpanLatency, metric_prefix);
+    append_metadata(out, format, family, "histogram", "ms",
+                    "Duration of spans, from a start point (a function's entry or return) to "
+                    "the end point its thread or value matches (--span), in milliseconds.");
+    for (size_t i = 0; i < snapshot.functions.size(); i++) {
+      if (!snapshot.functions[i].span) continue;
+      append_histogram(out, family, snapshot.functions[i], labels[i], snapshot.functions[i],
+                       format == ExpositionFormat::kOpenMetrics);
+    }
   }
 
   if (std::ranges::any_of(snapshot.functions, [](const auto& f) { return f.split.has_value(); })) {

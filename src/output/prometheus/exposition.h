@@ -114,6 +114,8 @@ struct FunctionMetrics : HistogramTotals {
   std::vector<SlowCallExemplar> slowest;
   // --config: the target's labels, renamed where they clash (exported_labels).
   LabelList labels;
+  // A span: its histogram is function_span_ms, its name the `span` label.
+  bool span = false;
 };
 
 struct MetricsSnapshot {
