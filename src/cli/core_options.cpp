@@ -66,6 +66,24 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
       ->type_name("DURATION");
 }
 
+// Latency across calls: --span and the open-span map's size.
+void add_span_options(CLI::App& app, CommandLine& v) {
+  app.add_option("--span", v.spans,
+                 "A latency across calls (repeatable): NAME=START -> END [any-process].\n"
+                 "START, END: [BINARY:]FUNCTION:POINT (END's BINARY defaults to START's);\n"
+                 "POINT entry or return (matched by the thread), ret (the return value) or\n"
+                 "argN (argument N at entry, 0-5; matched by value, within one process\n"
+                 "unless any-process). A request's life in nginx:\n"
+                 "  'request=/usr/sbin/nginx:ngx_http_create_request:ret ->\n"
+                 "   ngx_http_free_request:arg0'")
+      ->allow_extra_args(false)  // one SPAN per --span: a TARGET may follow
+      ->type_name("SPAN");
+  app.add_option("--span-capacity", v.span_capacity,
+                 "Spans open at once the kernel holds (a start with no room is counted lost)")
+      ->check(CLI::Range(16u, 4194304u))
+      ->capture_default_str();
+}
+
 }  // namespace
 
 void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
@@ -143,20 +161,7 @@ void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
   add_attribution_options(app, v);
-  app.add_option("--span", v.spans,
-                 "A latency across calls (repeatable): NAME=START -> END [any-process].\n"
-                 "START, END: [BINARY:]FUNCTION:POINT (END's BINARY defaults to START's);\n"
-                 "POINT entry or return (matched by the thread), ret (the return value) or\n"
-                 "argN (argument N at entry, 0-5; matched by value, within one process\n"
-                 "unless any-process). A request's life in nginx:\n"
-                 "  'request=/usr/sbin/nginx:ngx_http_create_request:ret ->\n"
-                 "   ngx_http_free_request:arg0'")
-      ->allow_extra_args(false)  // one SPAN per --span: a TARGET may follow
-      ->type_name("SPAN");
-  app.add_option("--span-capacity", v.span_capacity,
-                 "Spans open at once the kernel holds (a start with no room is counted lost)")
-      ->check(CLI::Range(16u, 4194304u))
-      ->capture_default_str();
+  add_span_options(app, v);
 }
 
 }  // namespace funclatency

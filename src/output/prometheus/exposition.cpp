@@ -459,6 +459,30 @@ MetricsSnapshot snapshot_of(const Report& report) {
   return snapshot;
 }
 
+// The functions' latency family, then the spans' (a span is named by its
+// `span` label and has a family of its own).
+void append_latency_families(std::string& out, ExpositionFormat format,
+                             const MetricsSnapshot& snapshot,
+                             const std::vector<std::string>& labels,
+                             const std::string& latency_family, std::string_view metric_prefix) {
+  for (size_t i = 0; i < snapshot.functions.size(); i++) {
+    if (snapshot.functions[i].span) continue;
+    append_histogram(out, latency_family, snapshot.functions[i], labels[i], snapshot.functions[i],
+                     format == ExpositionFormat::kOpenMetrics);
+  }
+  if (std::ranges::any_of(snapshot.functions, &FunctionMetrics::span)) {
+    const std::string family = names::prometheus_family(names::kSpanLatency, metric_prefix);
+    append_metadata(out, format, family, "histogram", "ms",
+                    "Duration of spans, from a start point (a function's entry or return) to "
+                    "the end point its thread or value matches (--span), in milliseconds.");
+    for (size_t i = 0; i < snapshot.functions.size(); i++) {
+      if (!snapshot.functions[i].span) continue;
+      append_histogram(out, family, snapshot.functions[i], labels[i], snapshot.functions[i],
+                       format == ExpositionFormat::kOpenMetrics);
+    }
+  }
+}
+
 std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat format,
                               std::string_view metric_prefix) {
   MetricNames family_names = families(metric_prefix);
@@ -480,22 +504,7 @@ std::string render_exposition(const MetricsSnapshot& snapshot, ExpositionFormat 
                       labels.back().substr(1 + names::kSymbol.prometheus.size());
     }
   }
-  for (size_t i = 0; i < snapshot.functions.size(); i++) {
-    if (snapshot.functions[i].span) continue;
-    append_histogram(out, family_names.latency, snapshot.functions[i], labels[i],
-                     snapshot.functions[i], format == ExpositionFormat::kOpenMetrics);
-  }
-  if (std::ranges::any_of(snapshot.functions, &FunctionMetrics::span)) {
-    const std::string family = names::prometheus_family(names::kSpanLatency, metric_prefix);
-    append_metadata(out, format, family, "histogram", "ms",
-                    "Duration of spans, from a start point (a function's entry or return) to "
-                    "the end point its thread or value matches (--span), in milliseconds.");
-    for (size_t i = 0; i < snapshot.functions.size(); i++) {
-      if (!snapshot.functions[i].span) continue;
-      append_histogram(out, family, snapshot.functions[i], labels[i], snapshot.functions[i],
-                       format == ExpositionFormat::kOpenMetrics);
-    }
-  }
+  append_latency_families(out, format, snapshot, labels, family_names.latency, metric_prefix);
 
   if (std::ranges::any_of(snapshot.functions, [](const auto& f) { return f.split.has_value(); })) {
     for (const SplitPart& part : kSplitParts) {
