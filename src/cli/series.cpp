@@ -1,9 +1,11 @@
 #include "cli/series.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/vfs.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "collect/cgroup_names.h"
@@ -45,6 +47,14 @@ Result<UniqueFd> open_cgroup_v2(const std::string& given) {
   return fd;
 }
 
+std::chrono::milliseconds series_expiry(const Config& config) {
+  using namespace std::chrono_literals;
+  if (config.series_expiry) return *config.series_expiry;
+  // A few intervals, and long enough for a scraper to see a series' last
+  // value before it goes.
+  return std::max<std::chrono::milliseconds>(3 * config.interval, 30s);
+}
+
 SeriesOptions series_options(const Config& config) {
   SeriesOptions options;
   options.by = config.series_by;
@@ -74,10 +84,16 @@ SeriesOptions series_options(const Config& config) {
     }
     return labels;
   };
-  // EPERM: it runs, as someone else (after privileges were dropped).
-  options.alive = [](uint32_t tgid) {
-    return ::kill(static_cast<pid_t>(tgid), 0) == 0 || errno == EPERM;
+  options.gone = [names](const SeriesKey& key, uint32_t by) {
+    // EPERM: it runs, as someone else (after privileges were dropped).
+    if (by & FL_BY_PID) return ::kill(static_cast<pid_t>(key.tgid), 0) != 0 && errno == ESRCH;
+    if (!(by & FL_BY_CGROUP) || !names) return true;  // no process to ask about
+    auto path = names->path_of(key.cgroup_id);
+    const bool gone = !path || cgroup_gone(names->mount(), *path, key.cgroup_id);
+    if (gone) names->forget(key.cgroup_id);
+    return gone;
   };
+  options.expiry = series_expiry(config);
   return options;
 }
 

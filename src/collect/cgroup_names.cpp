@@ -285,6 +285,17 @@ Result<std::string> cgroup_path_of_id(const std::string& mount, uint64_t cgroup_
   return *found;
 }
 
+bool cgroup_gone(const std::string& mount, const std::string& path, uint64_t cgroup_id) {
+  if (path == "/") return false;
+  const std::string directory = mount + path;
+  struct stat status;
+  if (stat(directory.c_str(), &status) != 0) return errno == ENOENT || errno == ENOTDIR;
+  if (static_cast<uint64_t>(status.st_ino) != cgroup_id) return true;
+  auto events = read_text(directory + "/cgroup.events");
+  if (!events) return false;
+  return events->find("populated 0") != std::string::npos;
+}
+
 CgroupNames::CgroupNames(std::string mount) : mount_(std::move(mount)) {}
 
 Result<std::string> CgroupNames::path_of(uint64_t cgroup_id) {

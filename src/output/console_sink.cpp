@@ -252,8 +252,10 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
     const LostCounts& lost = total ? function.total_lost : function.interval_lost;
     const std::string labels = format_labels(function.labels);
     if (function.series.any()) {
-      out += fmt::format("{}{}  {}: {} calls\n", function.symbol, labels,
-                         format_series(function.series, report.series_folded), h.count());
+      // A series' last report says so: its processes are gone, it expired.
+      out += fmt::format("{}{}  {}: {} calls{}\n", function.symbol, labels,
+                         format_series(function.series, report.series_folded), h.count(),
+                         function.series_ended ? " (series ended: its processes are gone)" : "");
     } else {
       out += fmt::format("{}{}: {} calls\n", function.symbol, labels, h.count());
     }

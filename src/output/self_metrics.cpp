@@ -92,6 +92,11 @@ std::vector<SelfMetric> self_metrics(const Report& report) {
                                "series=\"other\" because their function had more series than "
                                "allowed (--max-series).",
                                "{series}", count(report.series_folded)));
+  metrics.push_back(unlabelled(kSeriesExpired, names::kSeriesExpired, kCounter,
+                               "Series (processes, cgroups, values) that ended: their processes "
+                               "gone and no call for --series-expiry, reported once more and "
+                               "dropped, their room free for new series.",
+                               "{series}", count(report.series_expired)));
 
   SelfMetric cpu = unlabelled(kProbeCpuSeconds, names::kProbeCpuSeconds, kCounter,
                               "CPU time the probes cost the traced programs: calls (timed and "
