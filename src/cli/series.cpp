@@ -94,6 +94,9 @@ SeriesOptions series_options(const Config& config) {
     return gone;
   };
   options.expiry = series_expiry(config);
+  // A process that exited cannot call again: its series ends at once unless
+  // an expiry was asked for.
+  options.pid_expiry = config.series_expiry.value_or(std::chrono::milliseconds(0));
   return options;
 }
 

@@ -480,9 +480,8 @@ std::vector<SeriesId> Aggregator::end_idle_series(std::chrono::system_clock::tim
       life.quiet_since = now;
     }
     const uint32_t by = by_of_group(id.first);
-    // A process that exited makes no more calls; other series wait out
-    // the expiry, their processes gone (or none to tell).
-    const bool waited = (by & FL_BY_PID) || now - *life.quiet_since >= series_.expiry;
+    const auto expiry = (by & FL_BY_PID) ? series_.pid_expiry : series_.expiry;
+    const bool waited = now - *life.quiet_since >= expiry;
     if (!waited || !series_.gone(id.second, by)) continue;
     life.ended = true;
     ended.push_back(id);

@@ -82,9 +82,10 @@ struct SeriesOptions {
   // caller owns; empty: series never end.
   std::function<bool(const SeriesKey&, uint32_t by)> gone;
   // A series whose processes are gone and that had no call for this long is
-  // reported once more, then dropped. A --by pid series ends at once: its
-  // process cannot call again.
+  // reported once more, then dropped; a --by pid series after pid_expiry (0
+  // unless asked: a process that exited cannot call again).
   std::chrono::milliseconds expiry{30'000};
+  std::chrono::milliseconds pid_expiry{0};
 };
 
 // A series as the aggregator keys it: its group and the key its group's

@@ -350,11 +350,13 @@ TEST(SeriesExpiry, AnEndedSeriesLeavesRoomForTheNext) {
   CgroupSeries s;
   for (int i = 0; i < 3; i++)
     s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 11}});
-  EXPECT_EQ(shown_cgroups(s.interval(5)), (std::map<uint64_t, std::pair<uint64_t, bool>>{{11, {3, false}}}));
+  EXPECT_EQ(shown_cgroups(s.interval(5)),
+            (std::map<uint64_t, std::pair<uint64_t, bool>>{{11, {3, false}}}));
   s.gone.insert(11);
   // Gone, but quiet for less than the expiry: still a series.
   s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 11}});
-  EXPECT_EQ(shown_cgroups(s.interval(10)), (std::map<uint64_t, std::pair<uint64_t, bool>>{{11, {1, false}}}));
+  EXPECT_EQ(shown_cgroups(s.interval(10)),
+            (std::map<uint64_t, std::pair<uint64_t, bool>>{{11, {1, false}}}));
   EXPECT_EQ(shown_cgroups(s.interval(15)).at(11), std::make_pair(uint64_t{0}, false));
   // Quiet since 10 s: at 20 s it ends, with the calls since the last report.
   s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 22}});
