@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "otlp_test_receiver.h"
 #include "otlp_test_reports.h"
@@ -465,6 +466,41 @@ TEST_P(OtlpSinkTest, DeltaKeepsTheSeriesOfAFunctionApart) {
     count_by_pid[attributes_of(point.attributes())["process.pid"]] = point.count();
   }
   EXPECT_EQ(count_by_pid, (std::map<std::string, uint64_t>{{"1", 0}, {"2", 3}}));
+}
+
+// A series' last report (it ended) superseded by a snapshot without it
+// before an export: its last totals are exported anyway, once.
+TEST_P(OtlpSinkTest, AnEndedSeriesIsExportedOnceThoughSuperseded) {
+  auto receiver = start_receiver();
+  auto options = options_for(receiver->port());
+  options.export_interval = 100ms;
+  auto sink = make_sink(options);
+  auto last = sample_report();
+  last.functions.resize(1);
+  last.functions.push_back(last.functions[0]);
+  last.functions[0].series.pid = 1;
+  last.functions[0].series_ended = true;
+  last.functions[1].series.pid = 2;
+  auto without = last;
+  without.functions.erase(without.functions.begin());
+  sink->write(last);
+  sink->write(without);  // before the first export
+  ASSERT_TRUE(receiver->wait_for_accepted(1, 3s)) << logs_.all();
+  sink->write(without);
+  sink->close();
+  auto pids_in = [](const ReceivedExport& received) {
+    std::set<std::string> pids;
+    const auto* metric = find_metric(received, "function_latency_ms");
+    if (!metric) return pids;
+    for (const auto& point : metric->histogram().data_points()) {
+      pids.insert(attributes_of(point.attributes())["process.pid"]);
+    }
+    return pids;
+  };
+  auto received = receiver->received();
+  ASSERT_GE(received.size(), 2u) << logs_.all();
+  EXPECT_EQ(pids_in(received.front()), (std::set<std::string>{"1", "2"}));
+  EXPECT_EQ(pids_in(received.back()), (std::set<std::string>{"2"}));
 }
 
 TEST_P(OtlpSinkTest, DeltaWithoutAMatchingIntervalLeavesMinMaxOut) {
