@@ -12,15 +12,18 @@ series alive at once, not every container or process ever seen.
   kernel mode a series left in the kernel's map would fill it, fold calls
   into `other`, or count a container twice).
 - --by pid: more processes than --max-series, one after another: each ends
-  once its process exited, so each has its own series, exactly counted."""
+  once its process exited, so each has its own series, exactly counted; also
+  across the automatic switch (events, kernel, events again)."""
 
+import json
+import os
 import re
 import signal
 import time
 
 import pytest
 
-from conftest import free_port, parse_json_records, wait_until
+from conftest import build_dir, free_port, parse_json_records, wait_until
 from containers import RUN_PREFIX, container_images, containers  # noqa: F401 (fixtures)
 from test_follow import READY, start_agent, truth_calls, wait_for_attached
 from test_prometheus import PrometheusServer, http_get
@@ -177,3 +180,40 @@ def test_series_of_exited_processes_leave_room_for_the_next(procs, tool, private
         assert sum(1 for r in own if r.get("series_ended")) == 1, own
     # An ended series is in no later report, the final totals included.
     assert not [r for r in records if r["type"] == "total" and r.get("pid") in pids]
+
+
+def test_series_that_switched_modes_end_exactly(procs, tool, tmp_path):
+    """The automatic switch: each process's calls go calm, hot (kernel mode),
+    calm (events mode) again; room for 1 series, 2 processes one after the
+    other: the first series ends (its kernel entries taken out), the second
+    gets a series of its own, each counted exactly across both modes."""
+    phased = build_dir() / "tests" / "programs" / "phased"
+    traced = procs.start_tool(tool, ["--json", "-v", "--mode", "auto", "--auto-threshold", "3000",
+                                     "-i", "0.5", "--by", "pid", "--max-series", "1",
+                                     f"{phased}:phased_op"])
+    calls = {}
+    for index in range(2):
+        truth_path = tmp_path / f"truth-{index}.json"
+        work = procs.spawn([phased, "--truth", truth_path, "300:0.5", "20000:1.5", "300:3"])
+        work.wait_for_line("stdout", r"^ready pid=\d+", 10)
+        os.kill(work.pid, signal.SIGUSR1)
+        assert work.wait(60) == 0, work.describe()
+        calls[work.pid] = json.loads(truth_path.read_text())["calls"]
+
+        def ended():
+            return {r.get("pid") for r in parse_json_records(traced.text("stdout"))
+                    if r.get("series_ended")}
+
+        assert wait_until(lambda: work.pid in ended(), 10.0, interval=0.2), traced.describe()
+    assert traced.stop() == 0, traced.describe()
+    records = parse_json_records(traced.text("stdout"))
+    intervals = [r for r in records if r["type"] == "interval"]
+    assert not [r for r in intervals if r.get("series") == "other"], traced.describe()
+    counts, modes = {}, {}
+    for record in intervals:
+        counts[record["pid"]] = counts.get(record["pid"], 0) + record["count"]
+        if record["count"]:
+            modes.setdefault(record["pid"], set()).add(record["mode"])
+    assert counts == calls, (counts, calls)
+    assert all("kernel" in m and "events" in m for m in modes.values()), modes
+    assert all(r["lost"] == 0 for r in intervals)
