@@ -61,10 +61,12 @@ Result<std::string> cgroup_path_of_id(const std::string& mount, uint64_t cgroup_
 // cgroup that cannot be read is taken as still there.
 bool cgroup_gone(const std::string& mount, const std::string& path, uint64_t cgroup_id);
 
-// Resolves cgroup ids to paths, remembering every cgroup seen: one walk of the
+// Resolves cgroup ids to paths, remembering the cgroups seen: one walk of the
 // hierarchy fills the cache and a miss walks it again. Paths stay known after
-// the cgroup is removed (its last interval still gets a name); an id that a
-// fresh walk did not find is not looked for again (ids are never reused).
+// the cgroup is removed (its last interval still gets a name) until a second
+// walk has not found it, so the cache holds what the last two walks saw, not
+// every container a node ever ran; an id that a fresh walk did not find is
+// not looked for again (ids are never reused).
 class CgroupNames {
  public:
   explicit CgroupNames(std::string mount);
@@ -82,7 +84,11 @@ class CgroupNames {
 
  private:
   std::string mount_;
-  std::unordered_map<uint64_t, std::string> paths_;
+  struct Known {
+    std::string path;
+    size_t walk = 0;  // the last walk that found it
+  };
+  std::unordered_map<uint64_t, Known> paths_;
   std::unordered_set<uint64_t> missing_;
   size_t walks_ = 0;
 };

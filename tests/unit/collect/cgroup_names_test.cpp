@@ -266,6 +266,13 @@ TEST_F(CgroupHierarchy, NamesCacheWalksOnAMissOnlyAndRemembersRemovedCgroups) {
   EXPECT_EQ(names.walks(), 3u);
   EXPECT_FALSE(names.path_of(unknown));
   EXPECT_EQ(names.walks(), 3u);
+
+  // A removed cgroup the last two walks did not find is forgotten: the cache
+  // holds what they saw, not every cgroup ever seen.
+  EXPECT_EQ(names.path_of(late_id), relative_ + "/late");  // found by walk 2 of 3
+  EXPECT_FALSE(names.path_of(unknown - 1));                // walk 4
+  EXPECT_FALSE(names.path_of(late_id));
+  EXPECT_EQ(names.walks(), 5u);
 }
 
 TEST_F(CgroupHierarchy, NonCgroupPathsAreBadInput) {
