@@ -79,8 +79,8 @@ Result<Config> finish_config(const CommandLine& v) {
     auto expiry = parse_duration_ns(v.series_expiry);
     if (!expiry) {
       return bad_input(fmt::format("--series-expiry {}: not a duration", v.series_expiry),
-                       "write a number and a unit: 30s, 500ms (0s: as soon as the processes "
-                       "are gone and an interval had no call)");
+                       "write a number and a unit: 30s, 500ms; 0s ends a series at the first "
+                       "report after its processes are gone");
     }
     config.series_expiry = std::chrono::milliseconds(*expiry / 1'000'000);
   }
