@@ -15,6 +15,4 @@
 // interceptor LeakSanitizer
 // still reaches those blocks through the thread's descriptor, which it scans
 // with the static TLS.
-extern "C" const char* __asan_default_options() {
-  return "intercept_tls_get_addr=0";
-}
+extern "C" const char* __asan_default_options() { return "intercept_tls_get_addr=0"; }
