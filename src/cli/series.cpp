@@ -55,6 +55,17 @@ std::chrono::milliseconds series_expiry(const Config& config) {
   return std::max<std::chrono::milliseconds>(3 * config.interval, 30s);
 }
 
+Result<void> check_cgroup_tree(const Config& config) {
+  if (!(config.series_by & FL_BY_CGROUP)) return {};
+  auto mount = system_cgroup_v2_mount();
+  if (mount) return {};
+  return bad_input(
+      "series by cgroup (--by cgroup; --follow's and the agent's default) need the cgroup v2 "
+      "tree, and /proc/mounts lists no cgroup2 file system",
+      "mount it: mount -t cgroup2 none DIR; in a pod, mount the node's /sys/fs/cgroup; or "
+      "choose another --by");
+}
+
 SeriesOptions series_options(const Config& config) {
   SeriesOptions options;
   options.by = config.series_by;

@@ -22,6 +22,12 @@ Result<UniqueFd> open_cgroup_v2(const std::string& path);
 // it ends: --series-expiry, else 3 intervals, at least 30 s.
 std::chrono::milliseconds series_expiry(const Config& config);
 
+// Series by cgroup (--by cgroup, the agent's default) are named from the
+// cgroup v2 tree: its paths give the container and pod labels. Without a
+// cgroup2 mount every series would be an unnamed "cgroup id N", so the run
+// is refused before anything is attached, in one kBadInput.
+Result<void> check_cgroup_tree(const Config& config);
+
 // How the aggregator splits calls into series: labels from the cgroup v2
 // hierarchy (path, container id, pod UID); whether a series' processes are
 // gone from kill(pid, 0) and the cgroup's cgroup.events.
