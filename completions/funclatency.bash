@@ -40,7 +40,8 @@ _funclatency() {
     -u --microseconds -m --milliseconds -n --nanoseconds -T --timestamp
     --mode --auto-threshold --exit-probes --json -v --verbose -l --list
     -r --regex --merge --max-functions --wait-for-library --late-functions
-    --calibrate --subtract-overhead --cpu-split --self --by --max-series -c --cgroup
+    --calibrate --subtract-overhead --cpu-split --self --by --max-series --series-expiry
+    -c --cgroup
     --kernel-slots --slowest --slower-than --follow --config --check-config
     --span --span-capacity
     --prometheus --prometheus-prefix --web-config --otlp --otlp-protocol

@@ -128,6 +128,9 @@ AgentSettings settings(const YAML::Node& root) {
   s.by = by_keys(root["by"]);
   if (!absent(root["slowest"])) s.slowest = slowest(root["slowest"]);
   if (!absent(root["interval"])) s.interval = duration(root["interval"], "interval");
+  if (!absent(root["series_expiry"])) {
+    s.series_expiry = duration(root["series_expiry"], "series_expiry");
+  }
   const YAML::Node exporters = root["exporters"];
   if (absent(exporters)) return s;
   check_fields(exporters, "exporters", {"prometheus", "otlp"});
@@ -148,7 +151,8 @@ AgentSettings settings(const YAML::Node& root) {
 
 AgentConfig decode(const YAML::Node& root) {
   if (absent(root)) throw yaml::Invalid{"the file is empty"};
-  check_fields(root, "the configuration", {"targets", "by", "slowest", "interval", "exporters"});
+  check_fields(root, "the configuration",
+               {"targets", "by", "slowest", "interval", "series_expiry", "exporters"});
   AgentConfig config;
   const YAML::Node targets = root["targets"];
   if (absent(targets) || !targets.IsSequence() || targets.size() == 0) {

@@ -57,6 +57,7 @@ struct AgentSettings {
   std::vector<std::string> by;  // pid | comm | cgroup
   size_t slowest = 0;
   std::optional<std::chrono::milliseconds> interval;
+  std::optional<std::chrono::milliseconds> series_expiry;  // --series-expiry
   std::optional<PrometheusExporterConfig> prometheus;
   std::optional<OtlpExporterConfig> otlp;
   bool operator==(const AgentSettings&) const = default;

@@ -84,8 +84,10 @@ struct {
 } fn_config SEC(".maps");
 
 /* --by in kernel mode: totals by series (sized to --max-series, allocated
- * as series appear), one value shared by every CPU (record_in_kernel adds
- * atomically): a series' memory does not grow with the CPU count. */
+ * as series appear, taken out by user space once a series ended: its
+ * processes gone, no call for --series-expiry), one value shared by every
+ * CPU (record_in_kernel adds atomically): a series' memory does not grow
+ * with the CPU count. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(map_flags, BPF_F_NO_PREALLOC);

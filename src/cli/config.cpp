@@ -50,6 +50,15 @@ Result<void> take_series_and_slow_calls(const CommandLine& v, Config& config) {
         "trace the function with TARGET or --follow to split it by value");
   }
   config.max_series = v.max_series;
+  if (!v.series_expiry.empty()) {
+    auto expiry = parse_duration_ns(v.series_expiry);
+    if (!expiry) {
+      return bad_input(fmt::format("--series-expiry {}: not a duration", v.series_expiry),
+                       "write a number and a unit: 30s, 500ms; 0s ends a series at the first "
+                       "report after its processes are gone");
+    }
+    config.series_expiry = std::chrono::milliseconds(*expiry / 1'000'000);
+  }
   config.kernel_slots = v.kernel_slots;
   config.cgroups = v.cgroups;
   config.slowest = v.slowest;
@@ -237,6 +246,9 @@ void apply_agent_settings(const AgentConfig& agent, CommandLine& values) {
   if (values.by.empty()) values.by = s.by.empty() ? std::vector<std::string>{"cgroup"} : s.by;
   if (values.slowest == 0) values.slowest = s.slowest;
   if (values.interval_s == 0 && s.interval) values.interval_s = s.interval->count() / 1000.0;
+  if (values.series_expiry.empty() && s.series_expiry) {
+    values.series_expiry = std::to_string(s.series_expiry->count()) + "ms";
+  }
 }
 
 }  // namespace funclatency

@@ -38,12 +38,15 @@ struct Config {
   ModeChoice mode = ModeChoice::kAuto;
   double auto_threshold = 10000;
   ExitProbeChoice exit_probes = ExitProbeChoice::kAuto;
-  bool calibrate = false;                  // measure the probes' own cost, print it, exit
-  bool subtract_overhead = false;          // take that cost off every duration
-  bool cpu_split = false;                  // each call's on-CPU, runnable and blocked time
-  bool self_time = false;                  // --self: each call's exclusive time too
-  uint32_t series_by = 0;                  // --by: FL_BY_* bits
-  uint32_t max_series = 1000;              // --max-series
+  bool calibrate = false;          // measure the probes' own cost, print it, exit
+  bool subtract_overhead = false;  // take that cost off every duration
+  bool cpu_split = false;          // each call's on-CPU, runnable and blocked time
+  bool self_time = false;          // --self: each call's exclusive time too
+  uint32_t series_by = 0;          // --by: FL_BY_* bits
+  uint32_t max_series = 1000;      // --max-series
+  // --series-expiry: how long an ended series (processes gone) waits
+  // without calls before it is dropped; unset: series_expiry()'s default.
+  std::optional<std::chrono::milliseconds> series_expiry;
   ValueSeries value_series;                // --by retval[:RULE] / argN[:BUCKETS]
   uint32_t kernel_slots = 64;              // --kernel-slots
   std::vector<std::string> cgroups;        // -c/--cgroup: cgroup v2 directories to trace
@@ -79,6 +82,7 @@ struct CommandLine {
   bool self_time = false;
   std::vector<std::string> by;
   uint32_t max_series = 1000;
+  std::string series_expiry;
   uint32_t kernel_slots = 64;
   std::vector<std::string> cgroups;
   size_t slowest = 0;

@@ -47,6 +47,12 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
                  "With --by: at most this many series; the calls of more go to `other`")
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
+  app.add_option("--series-expiry", v.series_expiry,
+                 "With --by: a series whose processes are gone (the pid exited, the cgroup\n"
+                 "is empty or removed) and that had no call for DURATION is reported once\n"
+                 "more, then dropped: room for new series (default: 3 intervals, at least\n"
+                 "30s; a pid series by default ends once its process exited)")
+      ->type_name("DURATION");
   app.add_option("--kernel-slots", v.kernel_slots,
                  "Functions aggregated in the kernel at once (per-CPU histograms); others\n"
                  "stay in events mode until a slot is free")

@@ -1,9 +1,11 @@
 #include "cli/series.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/vfs.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "collect/cgroup_names.h"
@@ -40,6 +42,14 @@ Result<UniqueFd> open_cgroup_v2(const std::string& given) {
     return bad_input("-c " + path + " is not a cgroup v2 directory", v2_mount_hint());
   }
   return fd;
+}
+
+std::chrono::milliseconds series_expiry(const Config& config) {
+  using namespace std::chrono_literals;
+  if (config.series_expiry) return *config.series_expiry;
+  // A few intervals, and long enough for a scraper to see a series' last
+  // value before it goes.
+  return std::max<std::chrono::milliseconds>(3 * config.interval, 30s);
 }
 
 Result<void> check_cgroup_tree(const Config& config) {
@@ -82,10 +92,19 @@ SeriesOptions series_options(const Config& config) {
     }
     return labels;
   };
-  // EPERM: it runs, as someone else (after privileges were dropped).
-  options.alive = [](uint32_t tgid) {
-    return ::kill(static_cast<pid_t>(tgid), 0) == 0 || errno == EPERM;
+  options.gone = [names](const SeriesKey& key, uint32_t by) {
+    // EPERM: it runs, as someone else (after privileges were dropped).
+    if (by & FL_BY_PID) return ::kill(static_cast<pid_t>(key.tgid), 0) != 0 && errno == ESRCH;
+    if (!(by & FL_BY_CGROUP) || !names) return true;  // no process to ask about
+    auto path = names->path_of(key.cgroup_id);
+    const bool gone = !path || cgroup_gone(names->mount(), *path, key.cgroup_id);
+    if (gone) names->forget(key.cgroup_id);
+    return gone;
   };
+  options.expiry = series_expiry(config);
+  // A process that exited cannot call again: its series ends at once unless
+  // an expiry was asked for.
+  options.pid_expiry = config.series_expiry.value_or(std::chrono::milliseconds(0));
   return options;
 }
 

@@ -3,6 +3,7 @@
 // process still runs, opening cgroup v2 directories).
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "cli/config.h"
@@ -17,6 +18,10 @@ namespace funclatency {
 // a file) is one clear kBadInput naming the v2 mount.
 Result<UniqueFd> open_cgroup_v2(const std::string& path);
 
+// How long a series whose processes are gone must have had no call before
+// it ends: --series-expiry, else 3 intervals, at least 30 s.
+std::chrono::milliseconds series_expiry(const Config& config);
+
 // Series by cgroup (--by cgroup, the agent's default) are named from the
 // cgroup v2 tree: its paths give the container and pod labels. Without a
 // cgroup2 mount every series would be an unnamed "cgroup id N", so the run
@@ -24,7 +29,8 @@ Result<UniqueFd> open_cgroup_v2(const std::string& path);
 Result<void> check_cgroup_tree(const Config& config);
 
 // How the aggregator splits calls into series: labels from the cgroup v2
-// hierarchy (path, container id, pod UID) and liveness from kill(pid, 0).
+// hierarchy (path, container id, pod UID); whether a series' processes are
+// gone from kill(pid, 0) and the cgroup's cgroup.events.
 SeriesOptions series_options(const Config& config);
 
 }  // namespace funclatency

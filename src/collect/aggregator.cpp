@@ -7,6 +7,10 @@ namespace funclatency {
 
 namespace {
 
+// Series folded into `other` remembered to count each once (events mode);
+// past this many the count is a bound, as the kernel's LRU makes it.
+constexpr size_t kFoldedKeysKept = 16384;
+
 CpuSplit empty_split(uint64_t unit_ns) {
   return CpuSplit{LatencyHistogram(unit_ns), LatencyHistogram(unit_ns), LatencyHistogram(unit_ns)};
 }
@@ -154,22 +158,34 @@ uint32_t Aggregator::by_of_group(size_t group) const {
   return series_.by;
 }
 
-FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
+std::optional<SeriesId> Aggregator::series_of(uint32_t fn_id, const SeriesKey& caller) const {
+  if (!reports_to_a_group(fn_id)) return std::nullopt;
   const uint32_t group = group_of_function_[fn_id];
   const uint32_t by = by_of_group(group);
-  if (!by) return &reports_[group];
+  if (!by) return std::nullopt;
   // Only what --by asks for tells series apart (as the kernel's keys do).
   SeriesKey key = caller;
   if (!(by & FL_BY_PID)) key.tgid = 0;
   if (!(by & (FL_BY_COMM | FL_BY_PID))) key.comm.clear();
   if (!(by & FL_BY_CGROUP)) key.cgroup_id = 0;
   if (!(by & FL_BY_VALUE)) key.value = 0;
-  if (auto known = series_index_.find({group, key}); known != series_index_.end()) {
+  return SeriesId{group, std::move(key)};
+}
+
+FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
+  auto id = series_of(fn_id, caller);
+  const uint32_t group = group_of_function_[fn_id];
+  if (!id) return &reports_[group];
+  if (auto known = series_index_.find(*id); known != series_index_.end()) {
     return &reports_[known->second];
   }
+  const uint32_t by = by_of_group(group);
+  const SeriesKey& key = id->second;
   if (series_index_.size() >= series_.max_series) {
-    // No room: the calls go to the group's own report, `other`.
-    if (folded_keys_.emplace(std::pair{group, key}, true).second) folded_++;
+    // No room: the calls go to the group's own report, `other`. The keys
+    // folded are remembered to count each once, up to a bound.
+    if (folded_keys_.size() >= kFoldedKeysKept) folded_keys_.clear();
+    if (folded_keys_.emplace(*id, true).second) folded_++;
     return &reports_[group];
   }
   FunctionReport report = reports_[group];
@@ -178,6 +194,7 @@ FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
   report.interval_lost = report.total_lost = {};
   report.interval_slowest.clear();
   report.total_slowest.clear();
+  report.series_ended = false;
   if (report.interval_split) report.interval_split = report.total_split = empty_split(unit_ns_);
   if (report.interval_self) report.interval_self = report.total_self = LatencyHistogram(unit_ns_);
   report.series = series_.label ? series_.label(key) : SeriesLabels{};
@@ -190,11 +207,29 @@ FunctionReport* Aggregator::report_of(uint32_t fn_id, const SeriesKey& caller) {
   if (by & FL_BY_PID) report.series.pid = static_cast<int>(key.tgid);
   if (by & (FL_BY_COMM | FL_BY_PID)) report.series.comm = key.comm;
   report.series.other = false;
-  series_index_.emplace(std::pair{group, key}, reports_.size());
-  series_group_.resize(reports_.size());
-  series_group_.push_back(group);
-  reports_.push_back(std::move(report));
-  return &reports_.back();
+  // The room of a series that ended, or a new one.
+  size_t index = reports_.size();
+  for (size_t free_index = 0; free_index < free_.size(); free_index++) {
+    if (free_[free_index]) {
+      index = free_index;
+      break;
+    }
+  }
+  series_group_.resize(std::max(series_group_.size(), index + 1));
+  series_group_[index] = group;
+  life_.resize(std::max(life_.size(), index + 1));
+  life_[index] = SeriesLife{};
+  for (auto* states : {&removed_, &live_removed_}) {
+    if (index < states->size()) (*states)[index] = RemoveState::kLive;
+  }
+  series_index_.emplace(std::move(*id), index);
+  if (index == reports_.size()) {
+    reports_.push_back(std::move(report));
+  } else {
+    free_[index] = false;
+    reports_[index] = std::move(report);
+  }
+  return &reports_[index];
 }
 
 void Aggregator::add_call(FunctionReport& report, const CallRecord& call) {
@@ -290,10 +325,9 @@ void Aggregator::add_function(uint32_t fn_id, ReportGroup group, bool merge) {
 void Aggregator::join_function(uint32_t fn_id, ReportGroup group) {
   for (uint32_t index = 0; index < reports_.size(); index++) {
     const FunctionReport& report = reports_[index];
-    const bool series = index < series_group_.size() && series_group_[index].has_value();
     const bool removed = index < removed_.size() && removed_[index] != RemoveState::kLive;
-    if (series || removed || report.symbol != group.symbol || report.binary != group.binary ||
-        report.pid != group.pid || report.labels != group.labels) {
+    if (is_series(index) || is_free(index) || removed || report.symbol != group.symbol ||
+        report.binary != group.binary || report.pid != group.pid || report.labels != group.labels) {
       continue;
     }
     add_function(fn_id, std::move(group), false);  // sizes the per-function vectors
@@ -320,10 +354,6 @@ void Aggregator::remove_function(uint32_t fn_id) {
   }
 }
 
-bool Aggregator::was_retired_before(const std::vector<RetireState>& states, size_t index) {
-  return index < states.size() && states[index] == RetireState::kGone;
-}
-
 void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
   // A group's mode is its functions' mode, or kMixed when they differ.
   std::vector<bool> seen(reports.size(), false);
@@ -344,11 +374,10 @@ void Aggregator::fill_modes(std::vector<FunctionReport>& reports) const {
 }
 
 // With --by: a group's own report holds the calls folded into `other`; it is
-// shown once it has any. A series reported for the last time is not shown
-// again.
+// shown once it has any. A series that ended is shown for the last time.
 std::vector<FunctionReport> Aggregator::visible(
     const std::vector<FunctionReport>& reports, bool totals_merged,
-    const std::vector<RetireState>& states, const std::vector<RemoveState>& removed_states) const {
+    const std::vector<RemoveState>& removed_states) const {
   // A removed group is in one more report of each kind (its calls since the
   // last one), then gone.
   auto removed = [&removed_states](size_t index) {
@@ -363,14 +392,14 @@ std::vector<FunctionReport> Aggregator::visible(
   }
   for (size_t index = 0; index < reports.size(); index++) {
     const FunctionReport& report = reports[index];
-    if (removed(index)) continue;
-    const bool series = index < series_group_.size() && series_group_[index].has_value();
-    if (series && was_retired_before(states, index)) continue;
+    if (removed(index) || is_free(index)) continue;
+    const bool series = is_series(index);
     if (!series) {
       const uint64_t calls = report.total.count() + (totals_merged ? 0 : report.interval.count());
       if (calls == 0 && report.total_lost.total() + report.interval_lost.total() == 0) continue;
     }
     shown.push_back(report);
+    if (series) shown.back().series_ended = index < life_.size() && life_[index].ended;
     // A group's own report holds what no series took: `other`, unless the
     // group has no series at all (a target without --by of its own).
     if (!series && by_of_group(index) != 0) shown.back().series.other = true;
@@ -393,12 +422,11 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
-  // Exporters see a series of a process that exited once more, then no
-  // longer, whether or not intervals are reported.
-  advance_retirement(live_retired_, nullptr);
-  report.functions = visible(all, true, live_retired_, live_removed_);
+  report.functions = visible(all, true, live_removed_);
   advance_removal(live_removed_);
+  drop_ended_series();
   report.series_folded = folded_ + kernel_folded_;
+  report.series_expired = expired_;
   report.probe_cpu_ns = probe_cpu_ns_;
   return report;
 }
@@ -417,10 +445,11 @@ Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::tim
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
-  advance_retirement(retired_, &newly_retired_);
-  report.functions = visible(reports_, true, retired_, removed_);
+  report.functions = visible(reports_, true, removed_);
   advance_removal(removed_);
+  drop_ended_series();
   report.series_folded = folded_ + kernel_folded_;
+  report.series_expired = expired_;
   report.probe_cpu_ns = probe_cpu_ns_;
   for (auto& function : reports_) {
     function.interval.clear();
@@ -440,24 +469,48 @@ void Aggregator::advance_removal(std::vector<RemoveState>& states) {
   }
 }
 
-void Aggregator::advance_retirement(std::vector<RetireState>& states,
-                                    std::vector<SeriesKey>* newly) {
-  // Those retired last time are gone from now on.
-  for (auto& state : states) {
-    if (state == RetireState::kThisReport) state = RetireState::kGone;
+std::vector<SeriesId> Aggregator::end_idle_series(std::chrono::system_clock::time_point now) {
+  std::vector<SeriesId> ended;
+  if (!series_.gone) return ended;
+  for (const auto& [id, index] : series_index_) {
+    life_.resize(std::max(life_.size(), index + 1));
+    SeriesLife& life = life_[index];
+    if (life.ended) continue;
+    const FunctionReport& report = reports_[index];
+    const uint64_t calls = report.total.count() + report.interval.count();
+    if (calls != life.calls || !life.quiet_since) {
+      life.calls = calls;
+      life.quiet_since = now;
+    }
+    const uint32_t by = by_of_group(id.first);
+    const auto expiry = (by & FL_BY_PID) ? series_.pid_expiry : series_.expiry;
+    const bool waited = now - *life.quiet_since >= expiry;
+    if (!waited || !series_.gone(id.second, by)) continue;
+    life.ended = true;
+    ended.push_back(id);
   }
-  if (!(series_.by & FL_BY_PID) || !series_.alive) return;
-  states.resize(reports_.size(), RetireState::kLive);
-  for (const auto& [group_key, index] : series_index_) {
-    if (states[index] != RetireState::kLive) continue;
-    if (series_.alive(group_key.second.tgid)) continue;
-    states[index] = RetireState::kThisReport;
-    if (newly) newly->push_back(group_key.second);
-  }
+  return ended;
 }
 
-std::vector<SeriesKey> Aggregator::take_retired() {
-  return std::exchange(newly_retired_, {});
+void Aggregator::drop_ended_series() {
+  for (auto it = series_index_.begin(); it != series_index_.end();) {
+    const size_t index = it->second;
+    if (index >= life_.size() || !life_[index].ended) {
+      ++it;
+      continue;
+    }
+    // The room (and its histograms' memory) goes to the next new series.
+    life_[index] = SeriesLife{};
+    series_group_[index].reset();
+    free_.resize(std::max(free_.size(), index + 1), false);
+    free_[index] = true;
+    reports_[index].interval.clear();
+    reports_[index].total.clear();
+    reports_[index].interval_slowest.clear();
+    reports_[index].total_slowest.clear();
+    expired_++;
+    it = series_index_.erase(it);
+  }
 }
 
 }  // namespace funclatency

@@ -73,13 +73,26 @@ struct SeriesKey {
 
 struct SeriesOptions {
   uint32_t by = 0;  // FL_BY_* bits; 0: no series (one report per group)
+  // Series alive at once (an ended series leaves room for a new one).
   size_t max_series = 1000;
   // Labels of a new series (cgroup path, container): I/O the caller owns.
   std::function<SeriesLabels(const SeriesKey&)> label;
-  // Whether a process still runs: a series of a process that exited is
-  // reported once more, then dropped.
-  std::function<bool(uint32_t tgid)> alive;
+  // Whether the processes a series stands for are all gone, its key holding
+  // the parts `by` (FL_BY_* bits) keeps: with pid, the process exited; with
+  // cgroup, the cgroup was removed or holds no process; a key naming no
+  // process (comm, a value) is gone as far as anyone can tell. I/O the
+  // caller owns; empty: series never end.
+  std::function<bool(const SeriesKey&, uint32_t by)> gone;
+  // A series whose processes are gone and that had no call for this long is
+  // reported once more, then dropped; a --by pid series after pid_expiry (0
+  // unless asked: a process that exited cannot call again).
+  std::chrono::milliseconds expiry{30'000};
+  std::chrono::milliseconds pid_expiry{0};
 };
+
+// A series as the aggregator keys it: its group and the key its group's
+// --by keeps.
+using SeriesId = std::pair<uint32_t, SeriesKey>;
 
 // One completed call as the ring buffer delivers it.
 struct CallRecord {
@@ -109,9 +122,15 @@ class Aggregator {
   void set_series(SeriesOptions options) { series_ = std::move(options); }
   // Series folded into `other` so far (the kernel counts those of kernel mode).
   void set_kernel_series_folded(uint64_t folded) { kernel_folded_ = folded; }
-  // Series of processes that exited, reported for the last time by the last
-  // take_report: their kernel totals may go.
-  std::vector<SeriesKey> take_retired();
+  // Ends the series whose processes are gone (SeriesOptions::gone) and
+  // that had no call for SeriesOptions::expiry by `now`: the next report
+  // (take_report's or peek_report's) shows them for the last time
+  // (FunctionReport::series_ended), then they are dropped and their room is
+  // free. Judge before the last drain and read of their calls, so that
+  // report has them all. Returns the series ended now.
+  std::vector<SeriesId> end_idle_series(std::chrono::system_clock::time_point now);
+  // The series a call of fn_id by `caller` counts in (none without --by).
+  std::optional<SeriesId> series_of(uint32_t fn_id, const SeriesKey& caller) const;
   // `now` and `before` are the cumulative totals of fn_id's `part` at this
   // read and the previous one.
   void on_kernel_totals(uint32_t fn_id, const KernelTotals& before, const KernelTotals& now,
@@ -156,18 +175,19 @@ class Aggregator {
   void add_call(FunctionReport& report, const CallRecord& call);
   void add_kernel_part(FunctionReport& report, uint32_t fn_id, CallPart part,
                        const KernelTotals& before, const KernelTotals& now);
-  enum class RetireState { kLive, kThisReport, kGone };
-  // Marks series of processes that exited: reported once more (kThisReport),
-  // then gone; `newly` hears the keys marked now.
-  void advance_retirement(std::vector<RetireState>& states, std::vector<SeriesKey>* newly);
+  // After a report: the series it showed for the last time are dropped.
+  void drop_ended_series();
+  bool is_series(size_t index) const {
+    return index < series_group_.size() && series_group_[index].has_value();
+  }
+  bool is_free(size_t index) const { return index < free_.size() && free_[index]; }
   // By report index: a group no function reports to any more is in one more
   // report (take_report's and peek_report's each), then gone.
   enum class RemoveState : uint8_t { kLive, kLastReport, kGone };
   static void advance_removal(std::vector<RemoveState>& states);
   std::vector<FunctionReport> visible(const std::vector<FunctionReport>& reports,
-                                      bool totals_merged, const std::vector<RetireState>& states,
+                                      bool totals_merged,
                                       const std::vector<RemoveState>& removed_states) const;
-  static bool was_retired_before(const std::vector<RetireState>& states, size_t index);
   bool reports_to_a_group(uint32_t fn_id) const {
     return fn_id < group_of_function_.size() && group_of_function_[fn_id] < reports_.size();
   }
@@ -190,10 +210,18 @@ class Aggregator {
   std::vector<std::optional<uint32_t>> series_group_;  // by report index: a series' group
   std::vector<RemoveState> removed_;
   std::vector<RemoveState> live_removed_;
-  std::vector<RetireState> retired_;       // by report index: in take_report's reports
-  std::vector<RetireState> live_retired_;  // the same for peek_report's (exporters)
-  std::vector<SeriesKey> newly_retired_;
-  uint64_t folded_ = 0;  // distinct series folded into other (events mode)
+  // By report index, for series: how many calls it had when last judged,
+  // since when it had no new one, and whether it ended (in the next report
+  // for the last time).
+  struct SeriesLife {
+    uint64_t calls = 0;
+    std::optional<std::chrono::system_clock::time_point> quiet_since;
+    bool ended = false;
+  };
+  std::vector<SeriesLife> life_;
+  std::vector<bool> free_;  // by report index: a dropped series' room, for the next one
+  uint64_t expired_ = 0;    // series ended so far
+  uint64_t folded_ = 0;     // distinct series folded into other (events mode)
   uint64_t kernel_folded_ = 0;
   std::map<std::pair<uint32_t, SeriesKey>, bool> folded_keys_;
   std::chrono::system_clock::time_point run_start_;

@@ -285,18 +285,30 @@ Result<std::string> cgroup_path_of_id(const std::string& mount, uint64_t cgroup_
   return *found;
 }
 
+bool cgroup_gone(const std::string& mount, const std::string& path, uint64_t cgroup_id) {
+  if (path == "/") return false;
+  const std::string directory = mount + path;
+  struct stat status;
+  if (stat(directory.c_str(), &status) != 0) return errno == ENOENT || errno == ENOTDIR;
+  if (static_cast<uint64_t>(status.st_ino) != cgroup_id) return true;
+  auto events = read_text(directory + "/cgroup.events");
+  if (!events) return false;
+  return events->find("populated 0") != std::string::npos;
+}
+
 CgroupNames::CgroupNames(std::string mount) : mount_(std::move(mount)) {}
 
 Result<std::string> CgroupNames::path_of(uint64_t cgroup_id) {
-  if (auto known = paths_.find(cgroup_id); known != paths_.end()) return known->second;
+  if (auto known = paths_.find(cgroup_id); known != paths_.end()) return known->second.path;
   if (!missing_.contains(cgroup_id)) {
     walks_++;
     auto walked = walk_hierarchy(mount_, [&](uint64_t id, const std::string& path) {
-      paths_.insert_or_assign(id, path);
+      paths_.insert_or_assign(id, Known{path, walks_});
       return false;
     });
     if (!walked) return std::unexpected(walked.error());
-    if (auto known = paths_.find(cgroup_id); known != paths_.end()) return known->second;
+    std::erase_if(paths_, [this](const auto& entry) { return entry.second.walk + 1 < walks_; });
+    if (auto known = paths_.find(cgroup_id); known != paths_.end()) return known->second.path;
     missing_.insert(cgroup_id);
   }
   return runtime_error(missing_id_message(cgroup_id, mount_), 0, std::string(kMissingIdHint));

@@ -55,22 +55,40 @@ Result<uint64_t> cgroup_id_of_path(const std::string& path);
 // many ids, use CgroupNames.
 Result<std::string> cgroup_path_of_id(const std::string& mount, uint64_t cgroup_id);
 
-// Resolves cgroup ids to paths, remembering every cgroup seen: one walk of the
+// Whether the cgroup `cgroup_id`, found at `path` (relative to `mount`), is
+// gone: its directory removed (or now another cgroup's), or no process in it
+// or below it (cgroup.events says "populated 0"). The root is never gone; a
+// cgroup that cannot be read is taken as still there.
+bool cgroup_gone(const std::string& mount, const std::string& path, uint64_t cgroup_id);
+
+// Resolves cgroup ids to paths, remembering the cgroups seen: one walk of the
 // hierarchy fills the cache and a miss walks it again. Paths stay known after
-// the cgroup is removed (its last interval still gets a name); an id that a
-// fresh walk did not find is not looked for again (ids are never reused).
+// the cgroup is removed (its last interval still gets a name) until a second
+// walk has not found it, so the cache holds what the last two walks saw, not
+// every container a node ever ran; an id that a fresh walk did not find is
+// not looked for again (ids are never reused).
 class CgroupNames {
  public:
   explicit CgroupNames(std::string mount);
 
   Result<std::string> path_of(uint64_t cgroup_id);
+  // A cgroup that is gone and no series names any more: its path need not
+  // be kept (a node's containers come and go).
+  void forget(uint64_t cgroup_id) {
+    paths_.erase(cgroup_id);
+    missing_.erase(cgroup_id);
+  }
   const std::string& mount() const { return mount_; }
   // How many walks of the hierarchy were made (for tests and -v).
   size_t walks() const { return walks_; }
 
  private:
   std::string mount_;
-  std::unordered_map<uint64_t, std::string> paths_;
+  struct Known {
+    std::string path;
+    size_t walk = 0;  // the last walk that found it
+  };
+  std::unordered_map<uint64_t, Known> paths_;
   std::unordered_set<uint64_t> missing_;
   size_t walks_ = 0;
 };

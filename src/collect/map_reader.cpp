@@ -122,6 +122,14 @@ Result<void> MapReader::read_series(
   return {};
 }
 
+std::optional<KernelTotals> take_series_entry(int series_stats_fd, const fl_series_key& key) {
+  fl_fn_stats stats{};
+  if (bpf_map_lookup_and_delete_elem(series_stats_fd, &key, &stats) < 0) return std::nullopt;
+  KernelTotals totals;
+  add_cpu_stats(totals, stats);
+  return totals;
+}
+
 Result<std::vector<LostCounts>> MapReader::read_all_lost() {
   std::vector<LostCounts> lost(num_functions_);
   auto ok = for_each_entry(fn_lost_fd_, "read lost-call counters", sizeof(fl_fn_lost), kLostBatch,

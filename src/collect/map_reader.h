@@ -1,9 +1,11 @@
 // Reads the kernel's cumulative per-CPU counters and sums the CPUs. Never
-// writes the maps: probes write them concurrently.
+// writes the maps: probes write them concurrently (take_series_entry, for a
+// series that ended, is the one exception).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -43,5 +45,9 @@ class MapReader {
   std::vector<uint8_t> buffer_;
   std::vector<uint32_t> keys_;
 };
+
+// --by in kernel mode: takes a series that ended out of series_stats, with
+// its totals at that instant (nothing when the entry is not there).
+std::optional<KernelTotals> take_series_entry(int series_stats_fd, const fl_series_key& key);
 
 }  // namespace funclatency

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <set>
 
 #include "collect/event_reader.h"
 #include "collect/map_reader.h"
@@ -107,25 +108,45 @@ Result<void> TraceSession::collect_kernel_series(MapReader& reader) {
       });
 }
 
-void TraceSession::forget_retired_series() {
-  for (const SeriesKey& series : aggregator_.take_retired()) {
-    for (auto it = series_totals_.begin(); it != series_totals_.end();) {
-      const auto& [fn_id, part, key] = it->first;
-      if (key != series) {
-        ++it;
-        continue;
-      }
-      fl_series_key bpf_key{};
-      bpf_key.fn_id = fn_id;
-      bpf_key.part = part;
-      bpf_key.tgid = key.tgid;
-      bpf_key.cgroup_id = key.cgroup_id;
-      bpf_key.value = key.value;
-      std::memcpy(bpf_key.comm, key.comm.data(), std::min(key.comm.size(), sizeof(bpf_key.comm)));
-      // No probe writes a series of a process that exited.
-      bpf_map_delete_elem(object_.series_stats_fd(), &bpf_key);
-      it = series_totals_.erase(it);
+// --by: the series whose processes are gone and that had no call for the
+// expiry end now: judged before the drain and the read that bring their
+// last calls, so the report they end in has all of them.
+void TraceSession::judge_series() {
+  ending_ = aggregator_.end_idle_series(std::chrono::system_clock::now());
+}
+
+// Kernel mode: the ended series' entries leave series_stats, room for new
+// series. Each is taken out with its value at that instant: the calls it
+// got since the last read are counted in the series' last report. A probe
+// of a live process (a value series) that calls again makes a new entry,
+// a new series from 0.
+void TraceSession::delete_ended_kernel_series() {
+  if (ending_.empty()) return;
+  std::set<SeriesId> ended(ending_.begin(), ending_.end());
+  ending_.clear();
+  if (!object_.options().series_by) return;
+  for (auto it = series_totals_.begin(); it != series_totals_.end();) {
+    const auto& [fn_id, part, key] = it->first;
+    auto id = aggregator_.series_of(fn_id, key);
+    if (!id || !ended.contains(*id)) {
+      ++it;
+      continue;
     }
+    fl_series_key bpf_key{};
+    bpf_key.fn_id = fn_id;
+    bpf_key.part = part;
+    bpf_key.tgid = key.tgid;
+    bpf_key.cgroup_id = key.cgroup_id;
+    bpf_key.value = key.value;
+    std::memcpy(bpf_key.comm, key.comm.data(), std::min(key.comm.size(), sizeof(bpf_key.comm)));
+    if (auto last_totals = take_series_entry(object_.series_stats_fd(), bpf_key)) {
+      if (part == FL_PART_WALL && fn_id < num_functions_) {
+        window_calls_[fn_id] += last_totals->count - it->second.count;
+      }
+      aggregator_.on_kernel_series_totals(fn_id, key, static_cast<CallPart>(part), it->second,
+                                          *last_totals);
+    }
+    it = series_totals_.erase(it);
   }
 }
 
@@ -388,7 +409,6 @@ Result<void> TraceSession::close_interval(EventReader& reader) {
 void TraceSession::emit(Report::Kind kind) {
   Report report =
       aggregator_.take_report(Report::Kind::kInterval, std::chrono::system_clock::now());
-  forget_retired_series();
   thresholds_.start_interval();
   for (auto& held : next_calls_) {
     if (held.split) held.call.split = &*held.split;
@@ -507,14 +527,19 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(EventReader& reade
   }
   if (stopping) return std::optional<StopReason>();
   if (!options_.live_sinks.empty() && now >= schedule.next_live) {
-    if (auto ok = write_live(); !ok) return std::unexpected(ok.error());
+    if (auto ok = write_live(reader); !ok) return std::unexpected(ok.error());
     schedule.next_live = now + options_.live_period;
   }
   if (schedule.next_interval && now >= *schedule.next_interval) {
+    judge_series();
+    if (!object_.slow_calls()) {  // with slow calls, closing the interval drains
+      if (auto drained = reader.drain(); !drained) return std::unexpected(drained.error());
+    }
     if (auto ok = close_interval(reader); !ok) return std::unexpected(ok.error());
     if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
     if (auto ok = count_spans_left_open(false); !ok) return std::unexpected(ok.error());
     if (auto ok = collect_kernel_side(); !ok) return std::unexpected(ok.error());
+    delete_ended_kernel_series();
     emit(Report::Kind::kInterval);
     *schedule.next_interval += options_.interval;
     if (*schedule.next_interval <= now) schedule.next_interval = now + options_.interval;
@@ -546,9 +571,15 @@ Result<void> TraceSession::take_functions(const std::vector<uint32_t>& added) {
   return {};
 }
 
-Result<void> TraceSession::write_live() {
+// Without -i, the exporters' snapshots are the reports series end in.
+Result<void> TraceSession::write_live(EventReader& reader) {
+  if (options_.interval.count() == 0) {
+    judge_series();
+    if (auto drained = reader.drain(); !drained) return std::unexpected(drained.error());
+  }
   if (auto ok = count_spans_left_open(false); !ok) return ok;
   if (auto ok = collect_kernel_side(); !ok) return ok;
+  delete_ended_kernel_series();
   Report live = aggregator_.peek_report(std::chrono::system_clock::now());
   if (options_.annotate) options_.annotate(live);
   for (Sink* sink : options_.live_sinks) sink->write(live);

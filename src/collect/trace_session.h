@@ -92,7 +92,7 @@ class TraceSession {
   Result<StopReason> finish(EventReader& reader, StopReason reason);
   Result<void> attach_late();
   Result<void> take_functions(const std::vector<uint32_t>& added);
-  Result<void> write_live();
+  Result<void> write_live(EventReader& reader);
   Result<void> collect_kernel_side();
   Result<void> count_frames_left_open();
   Result<void> count_spans_left_open(bool at_end);
@@ -100,7 +100,8 @@ class TraceSession {
   static std::vector<std::optional<uint32_t>> initial_slot_owners(const BpfObject& object);
   void make_room_for(uint32_t fn_id, const std::vector<uint64_t>& calls);
   Result<void> collect_kernel_series(MapReader& reader);
-  void forget_retired_series();
+  void judge_series();
+  void delete_ended_kernel_series();
   void apply_policy(double seconds);
   void on_call(const CallRecord& call);
   void count_call(const CallRecord& call);
@@ -121,6 +122,8 @@ class TraceSession {
   uint32_t num_functions_;
   // --by in kernel mode: each series' last totals, by (function, part, series).
   std::map<std::tuple<uint32_t, uint32_t, SeriesKey>, KernelTotals> series_totals_;
+  // The series judged ended, until their kernel entries are taken out.
+  std::vector<SeriesId> ending_;
   uint32_t parts_;  // fn_stats entries per slot: stats_parts()
   KernelSlots slots_;
   std::map<uint32_t, bool> told_no_slot_;  // functions -v said had no slot

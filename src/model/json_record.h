@@ -59,6 +59,10 @@ inline constexpr const char* kArgIndex = "arg_index";
 inline constexpr const char* kLabels = "labels";
 inline constexpr const char* kSeries = "series";  // "other": over --max-series
 inline constexpr const char* kSeriesFolded = "series_folded";
+// A series' last record (its processes gone, no call for --series-expiry),
+// and how many series ended so far (the agent's record).
+inline constexpr const char* kSeriesEnded = "series_ended";
+inline constexpr const char* kSeriesExpired = "series_expired";
 inline constexpr const char* kKernelMemoryBytes = "kernel_memory_bytes";
 
 // --slowest/--slower-than: a slow call, in "exemplars" or a slow_call line.

@@ -142,6 +142,9 @@ struct FunctionReport {
   std::optional<LatencyHistogram> interval_self;
   std::optional<LatencyHistogram> total_self;
   SeriesLabels series;  // with --by: which part of the function's calls
+  // With --by: this series' last report: its processes are gone and it had
+  // no call for --series-expiry; it is dropped after this.
+  bool series_ended = false;
   // --config: the target's name (label "target") and its extra labels, in
   // the file's order; empty otherwise.
   std::vector<std::pair<std::string, std::string>> labels;
@@ -179,6 +182,7 @@ struct Report {
   std::vector<FunctionReport> functions;
   uint64_t ringbuf_dropped_total = 0;  // sum of LostCounts::ringbuf over functions
   uint64_t series_folded = 0;        // --by: series folded into `other` (over --max-series) so far
+  uint64_t series_expired = 0;       // --by: series ended (processes gone, idle) so far
   uint64_t kernel_memory_bytes = 0;  // what the BPF maps lock (set in total reports)
   std::optional<AgentStatus> agent;  // --follow/--config
   // What the probes have cost the traced programs since the start: each

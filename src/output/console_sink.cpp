@@ -263,8 +263,10 @@ std::string format_report(const Report& report, const ConsoleOptions& options) {
     const std::string name = function.span ? "span " + function.symbol : function.symbol;
     const char* what = function.span ? "spans" : "calls";
     if (function.series.any()) {
-      out += fmt::format("{}{}  {}: {} {}\n", name, labels,
-                         format_series(function.series, report.series_folded), h.count(), what);
+      // A series' last report says so: its processes are gone, it expired.
+      out += fmt::format("{}{}  {}: {} {}{}\n", name, labels,
+                         format_series(function.series, report.series_folded), h.count(), what,
+                         function.series_ended ? " (series ended: its processes are gone)" : "");
     } else {
       out += fmt::format("{}{}: {} {}\n", name, labels, h.count(), what);
     }

@@ -165,6 +165,7 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
     record[field::kLabels] = std::move(labels);
   }
   if (function.series.other) record[field::kSeries] = "other";
+  if (function.series_ended) record[field::kSeriesEnded] = true;
   if (report.series_folded) record[field::kSeriesFolded] = report.series_folded;
   if (report.kernel_memory_bytes) record[field::kKernelMemoryBytes] = report.kernel_memory_bytes;
   // --slowest: the calls of the histogram above, slowest first.
@@ -193,6 +194,7 @@ nlohmann::json agent_to_json(const Report& report, const AgentStatus& agent) {
           {"attach_failures", std::move(failures)},
           {"ringbuf_dropped", report.ringbuf_dropped_total},
           {field::kSeriesFolded, report.series_folded},
+          {field::kSeriesExpired, report.series_expired},
           {"probe_cpu_seconds", agent.probe_cpu_seconds}};
 }
 

@@ -54,6 +54,7 @@ inline constexpr std::string_view kExecDropped = "funclatency_exec_dropped";
 inline constexpr std::string_view kAgentLostCalls = "funclatency_lost_calls";
 inline constexpr std::string_view kAgentRingbufDropped = "funclatency_ringbuf_dropped";
 inline constexpr std::string_view kSeriesFolded = "funclatency_series_folded";
+inline constexpr std::string_view kSeriesExpired = "funclatency_series_expired";
 inline constexpr std::string_view kProbeCpuSeconds = "funclatency_probe_cpu_seconds";
 // The OTLP exporter's own health (OTLP only: Prometheus scrapes, it has no
 // failed exports).

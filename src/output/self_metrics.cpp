@@ -23,12 +23,8 @@ SelfMetric unlabelled(SelfMetricId id, std::string_view name, SelfMetricKind kin
           .samples = {{.value = value}}};
 }
 
-}  // namespace
-
-std::vector<SelfMetric> self_metrics(const Report& report) {
-  std::vector<SelfMetric> metrics;
-  if (!report.agent) return metrics;
-  const AgentStatus& agent = *report.agent;
+// The agent's own state: its configuration, what it attached, what it saw start.
+void add_agent_state_metrics(const AgentStatus& agent, std::vector<SelfMetric>& metrics) {
   using enum SelfMetricKind;
   using enum SelfMetricId;
 
@@ -68,6 +64,13 @@ std::vector<SelfMetric> self_metrics(const Report& report) {
                                "Execs the kernel's exec ring had no room for: a program first "
                                "started then is attached at its next start.",
                                "{process}", count(agent.exec_dropped)));
+}
+
+// What became of the traced calls and series, all functions together.
+void add_call_metrics(const Report& report, std::vector<SelfMetric>& metrics) {
+  const AgentStatus& agent = *report.agent;
+  using enum SelfMetricKind;
+  using enum SelfMetricId;
 
   LostCounts lost;
   for (const FunctionReport& function : report.functions) lost += function.total_lost;
@@ -92,6 +95,11 @@ std::vector<SelfMetric> self_metrics(const Report& report) {
                                "series=\"other\" because their function had more series than "
                                "allowed (--max-series).",
                                "{series}", count(report.series_folded)));
+  metrics.push_back(unlabelled(kSeriesExpired, names::kSeriesExpired, kCounter,
+                               "Series (processes, cgroups, values) that ended: their processes "
+                               "gone and no call for --series-expiry, reported once more and "
+                               "dropped, their room free for new series.",
+                               "{series}", count(report.series_expired)));
 
   SelfMetric cpu = unlabelled(kProbeCpuSeconds, names::kProbeCpuSeconds, kCounter,
                               "CPU time the probes cost the traced programs: calls (timed and "
@@ -100,6 +108,15 @@ std::vector<SelfMetric> self_metrics(const Report& report) {
   cpu.openmetrics_unit = "seconds";
   cpu.integral = false;
   metrics.push_back(std::move(cpu));
+}
+
+}  // namespace
+
+std::vector<SelfMetric> self_metrics(const Report& report) {
+  std::vector<SelfMetric> metrics;
+  if (!report.agent) return metrics;
+  add_agent_state_metrics(*report.agent, metrics);
+  add_call_metrics(report, metrics);
   return metrics;
 }
 

@@ -35,6 +35,7 @@ enum class SelfMetricId {
   kLostCalls,
   kRingbufDropped,
   kSeriesFolded,
+  kSeriesExpired,
   kProbeCpuSeconds,
 };
 

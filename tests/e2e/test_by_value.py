@@ -156,8 +156,10 @@ def test_prometheus_folds_raw_values_over_max_series(procs, tool, workload, tmp_
     prometheus = PrometheusServer(procs, tmp_path, endpoint,
                                   job="    scrape_interval: 500ms\n    scrape_timeout: 500ms\n")
     program = workload("outcomes")
-    traced = procs.start_tool(tool, ["--by", "arg0:raw", "--max-series", "10", "--prometheus",
-                                     endpoint, f"{program}:handle_request"])
+    # Series that never end (an hour's --series-expiry): the ten stay.
+    traced = procs.start_tool(tool, ["--by", "arg0:raw", "--max-series", "10",
+                                     "--series-expiry", "3600s", "--prometheus", endpoint,
+                                     f"{program}:handle_request"])
     run_outcomes_freely(procs, workload, CALLS)
 
     def samples():

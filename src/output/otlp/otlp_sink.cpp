@@ -81,9 +81,21 @@ void OtlpSink::write(const Report& report) {
   // Every report carries running totals, so the latest one supersedes
   // whatever was not yet exported, whatever its kind or cadence (interval
   // reports, live snapshots between them, the final total).
+  // A series the superseded report showed for the last time (it ended) is
+  // carried over, so its last totals are exported once.
+  Report next = report;
   std::lock_guard lock(mutex_);
   if (stopping_) return;
-  pending_ = report;
+  if (pending_) {
+    for (const FunctionReport& function : pending_->functions) {
+      if (function.series_ended &&
+          std::ranges::none_of(next.functions,
+                               [&](const FunctionReport& f) { return same_series(f, function); })) {
+        next.functions.push_back(function);
+      }
+    }
+  }
+  pending_ = std::move(next);
 }
 
 void OtlpSink::close() {

@@ -25,6 +25,7 @@ constexpr const char* kFull = R"(targets:
 by: [cgroup, pid]
 slowest: 3
 interval: 10s
+series_expiry: 90s
 exporters:
   prometheus:
     listen: "0.0.0.0:9464"
@@ -61,6 +62,7 @@ TEST(AgentConfig, ReadsEveryField) {
   EXPECT_EQ(s.by, (std::vector<std::string>{"cgroup", "pid"}));
   EXPECT_EQ(s.slowest, 3u);
   EXPECT_EQ(s.interval, std::chrono::milliseconds(10000));
+  EXPECT_EQ(s.series_expiry, std::chrono::milliseconds(90000));
   ASSERT_TRUE(s.prometheus);
   EXPECT_EQ(s.prometheus->listen, "0.0.0.0:9464");
   EXPECT_EQ(s.prometheus->web_config, "/etc/funclatency/web/web-config.yml");

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bpf/funclatency.h"
+#include "cli/series.h"
 
 namespace funclatency {
 namespace {
@@ -79,6 +80,25 @@ TEST(Config, SlowCallOptions) {
   auto bad = parse({"--slower-than", "10", "./a:f"});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().exit_code(), 2);
+}
+
+// --series-expiry, else 3 intervals and at least 30 s; a pid series ends at
+// once unless one is given.
+TEST(Config, SeriesExpiry) {
+  using std::chrono::milliseconds;
+  auto config = parse({"--by", "cgroup", "./a:f"});
+  ASSERT_TRUE(config);
+  EXPECT_EQ(series_expiry(*config), milliseconds(30'000));
+  EXPECT_EQ(series_options(*config).pid_expiry, milliseconds(0));
+  config = parse({"--by", "cgroup", "-i", "20", "./a:f"});
+  EXPECT_EQ(series_expiry(*config), milliseconds(60'000));
+  config = parse({"--by", "pid", "--series-expiry", "1.5s", "-i", "20", "./a:f"});
+  EXPECT_EQ(series_expiry(*config), milliseconds(1'500));
+  EXPECT_EQ(series_options(*config).pid_expiry, milliseconds(1'500));
+  auto bad = parse({"--series-expiry", "5", "./a:f"});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().exit_code(), 2);
+  EXPECT_NE(bad.error().message().find("--series-expiry 5"), std::string::npos);
 }
 
 TEST(FollowTargets, OneTargetPerProgram) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 namespace funclatency {
 namespace {
@@ -302,6 +303,120 @@ TEST(Aggregator, AGroupSplitsByItsOwnSeries) {
   }
   EXPECT_EQ(counts, (std::map<std::pair<std::string, int>, uint64_t>{
                         {{"f", 10}, 1}, {{"f", 11}, 1}, {{"g", 0}, 2}}));
+}
+
+}  // namespace
+}  // namespace funclatency
+
+namespace funclatency {
+namespace {
+
+using std::chrono::seconds;
+
+// What a report shows of each cgroup series: {cgroup id: (calls this
+// interval, whether it ended)}; `other` under 0.
+std::map<uint64_t, std::pair<uint64_t, bool>> shown_cgroups(const Report& report) {
+  std::map<uint64_t, std::pair<uint64_t, bool>> shown;
+  for (const auto& f : report.functions) {
+    const uint64_t id = f.series.other ? 0 : std::stoull(f.series.cgroup->substr(1));
+    shown[id] = {f.interval.count(), f.series_ended};
+  }
+  return shown;
+}
+
+// Series by cgroup, room for one, ended 10 s after their cgroups empty.
+struct CgroupSeries {
+  Aggregator aggregator{{{"f", "/bin/x", 0}}, {0}, 1000, kStart};
+  std::set<uint64_t> gone;
+  CgroupSeries() {
+    SeriesOptions options{.by = FL_BY_CGROUP, .max_series = 1};
+    options.label = [](const SeriesKey& key) {
+      return SeriesLabels{.cgroup = "/" + std::to_string(key.cgroup_id)};
+    };
+    options.gone = [this](const SeriesKey& key, uint32_t) { return gone.contains(key.cgroup_id); };
+    options.expiry = seconds(10);
+    aggregator.set_series(options);
+  }
+  Report interval(int at_seconds) {
+    aggregator.end_idle_series(kStart + seconds(at_seconds));
+    return aggregator.take_report(Report::Kind::kInterval, kStart + seconds(at_seconds));
+  }
+};
+
+// A container's series ends once its cgroup is gone and it had no call for
+// the expiry: shown once more, marked, then dropped; its room goes to the
+// next container, which gets a series of its own instead of `other`.
+TEST(SeriesExpiry, AnEndedSeriesLeavesRoomForTheNext) {
+  CgroupSeries s;
+  for (int i = 0; i < 3; i++)
+    s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 11}});
+  EXPECT_EQ(shown_cgroups(s.interval(5)),
+            (std::map<uint64_t, std::pair<uint64_t, bool>>{{11, {3, false}}}));
+  s.gone.insert(11);
+  // Gone, but quiet for less than the expiry: still a series.
+  s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 11}});
+  EXPECT_EQ(shown_cgroups(s.interval(10)),
+            (std::map<uint64_t, std::pair<uint64_t, bool>>{{11, {1, false}}}));
+  EXPECT_EQ(shown_cgroups(s.interval(15)).at(11), std::make_pair(uint64_t{0}, false));
+  // Quiet since 10 s: at 20 s it ends, with the calls since the last report.
+  s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 22}});
+  Report ending = s.interval(20);
+  EXPECT_EQ(shown_cgroups(ending).at(11), std::make_pair(uint64_t{0}, true));
+  EXPECT_EQ(shown_cgroups(ending).at(0), std::make_pair(uint64_t{1}, false));  // no room then
+  EXPECT_EQ(ending.series_expired, 1u);
+  EXPECT_EQ(ending.series_folded, 1u);
+  // Dropped: the next container has its own series.
+  s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 33}});
+  Report after = s.interval(25);
+  auto shown = shown_cgroups(after);
+  EXPECT_FALSE(shown.contains(11));
+  EXPECT_EQ(shown.at(33), std::make_pair(uint64_t{1}, false));
+  EXPECT_EQ(after.series_expired, 1u);
+}
+
+// A cgroup that still has processes keeps its series however quiet; a call
+// restarts the quiet time.
+TEST(SeriesExpiry, LiveOrBusySeriesStay) {
+  CgroupSeries s;
+  s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 11}});
+  for (int at = 0; at <= 100; at += 10) EXPECT_TRUE(s.interval(at).functions.size() == 1);
+  s.gone.insert(11);
+  for (int at = 101; at <= 131; at += 5) {
+    s.aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.cgroup_id = 11}});
+    EXPECT_FALSE(shown_cgroups(s.interval(at)).at(11).second) << at;
+  }
+  EXPECT_FALSE(shown_cgroups(s.interval(140)).at(11).second);
+  EXPECT_TRUE(shown_cgroups(s.interval(141)).at(11).second);
+  EXPECT_TRUE(s.interval(150).functions.empty());
+}
+
+// A --by pid series ends at the first judgement after its process exited:
+// nothing can call in it again.
+TEST(SeriesExpiry, APidSeriesEndsOnceItsProcessExited) {
+  Aggregator aggregator({{"f", "/bin/x", 0}}, {0}, 1000, kStart);
+  std::set<uint32_t> exited;
+  SeriesOptions options{.by = FL_BY_PID, .max_series = 1};
+  options.gone = [&exited](const SeriesKey& key, uint32_t by) {
+    EXPECT_EQ(by, FL_BY_PID);
+    return exited.contains(key.tgid);
+  };
+  aggregator.set_series(options);
+  aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.tgid = 5, .comm = "a"}});
+  exited.insert(5);
+  auto ended = aggregator.end_idle_series(kStart + seconds(1));
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].second.tgid, 5u);
+  // The peek (an exporter's snapshot) is the report it ends in here.
+  Report last = aggregator.peek_report(kStart + seconds(1));
+  ASSERT_EQ(last.functions.size(), 1u);
+  EXPECT_TRUE(last.functions[0].series_ended);
+  EXPECT_EQ(last.functions[0].total.count(), 1u);
+  EXPECT_TRUE(aggregator.peek_report(kStart + seconds(2)).functions.empty());
+  aggregator.on_call({.fn_id = 0, .duration_ns = 1000, .series = {.tgid = 6, .comm = "b"}});
+  Report next = aggregator.take_report(Report::Kind::kInterval, kStart + seconds(3));
+  ASSERT_EQ(next.functions.size(), 1u);
+  EXPECT_EQ(next.functions[0].series.pid, 6);
+  EXPECT_EQ(next.series_folded, 0u);
 }
 
 }  // namespace

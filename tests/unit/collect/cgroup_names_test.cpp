@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <string>
 
 namespace funclatency {
@@ -147,6 +148,36 @@ TEST(CgroupV2Mount, NoCgroup2IsAnErrorWithAHint) {
   EXPECT_FALSE(mount.error().hint.empty());
 }
 
+// cgroup_gone reads the directory's inode and its cgroup.events: a folder
+// laid out like one stands in for a cgroup here.
+TEST(CgroupGone, RemovedEmptyOrReplacedCgroupsAreGone) {
+  char scratch[] = "/tmp/cgroup-gone-XXXXXX";
+  ASSERT_NE(mkdtemp(scratch), nullptr);
+  const std::string mount = scratch;
+  const std::string directory = mount + "/box";
+  ASSERT_EQ(mkdir(directory.c_str(), 0755), 0);
+  struct stat status;
+  ASSERT_EQ(stat(directory.c_str(), &status), 0);
+  const uint64_t id = status.st_ino;
+  auto write_events = [&](const char* text) {
+    FILE* file = std::fopen((directory + "/cgroup.events").c_str(), "w");
+    ASSERT_NE(file, nullptr);
+    std::fputs(text, file);
+    std::fclose(file);
+  };
+  write_events("populated 1\nfrozen 0\n");
+  EXPECT_FALSE(cgroup_gone(mount, "/box", id));
+  EXPECT_TRUE(cgroup_gone(mount, "/box", id + 1));  // the path is another cgroup's now
+  write_events("populated 0\nfrozen 0\n");
+  EXPECT_TRUE(cgroup_gone(mount, "/box", id));
+  EXPECT_FALSE(cgroup_gone(mount, "/", 1));  // the root never goes
+  unlink((directory + "/cgroup.events").c_str());
+  EXPECT_FALSE(cgroup_gone(mount, "/box", id));  // unreadable: taken as there
+  rmdir(directory.c_str());
+  EXPECT_TRUE(cgroup_gone(mount, "/box", id));
+  rmdir(scratch);
+}
+
 TEST(CgroupV2PathIn, TakesTheUnifiedLine) {
   EXPECT_EQ(cgroup_v2_path_in("9:name=systemd:/\n4:memory:/a/b\n0::/system.slice/x.service\n"),
             "/system.slice/x.service");
@@ -235,6 +266,13 @@ TEST_F(CgroupHierarchy, NamesCacheWalksOnAMissOnlyAndRemembersRemovedCgroups) {
   EXPECT_EQ(names.walks(), 3u);
   EXPECT_FALSE(names.path_of(unknown));
   EXPECT_EQ(names.walks(), 3u);
+
+  // A removed cgroup the last two walks did not find is forgotten: the cache
+  // holds what they saw, not every cgroup ever seen.
+  EXPECT_EQ(names.path_of(late_id), relative_ + "/late");  // found by walk 2 of 3
+  EXPECT_FALSE(names.path_of(unknown - 1));                // walk 4
+  EXPECT_FALSE(names.path_of(late_id));
+  EXPECT_EQ(names.walks(), 5u);
 }
 
 TEST_F(CgroupHierarchy, NonCgroupPathsAreBadInput) {

@@ -44,6 +44,7 @@ inline Report agent_report() {
   report.functions = {slow_op, fast_op};
   report.ringbuf_dropped_total = 2;
   report.series_folded = 5;
+  report.series_expired = 8;
   report.agent = AgentStatus{.config_last_reload_successful = false,
                              .config_reload_failures = 4,
                              .functions_attached = 2,

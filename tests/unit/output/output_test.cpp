@@ -446,6 +446,11 @@ TEST(JsonFormat, SeriesFieldsWhereSet) {
   EXPECT_EQ(json["pod_uid"], kPodUid);
   EXPECT_FALSE(json.contains("series"));
   EXPECT_FALSE(json.contains("series_folded"));
+  EXPECT_FALSE(json.contains("series_ended"));
+  // A series' last record says it ended.
+  function.series_ended = true;
+  EXPECT_EQ(function_to_json(report, function)["series_ended"], true);
+  function.series_ended = false;
 
   function.pid = 0;
   function.series = {.comm = "worker"};

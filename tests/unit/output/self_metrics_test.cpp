@@ -46,6 +46,7 @@ TEST(SelfMetrics, EveryFieldUnderItsDocumentedName) {
       {"funclatency_exec_dropped", kCounter, 6},
       {"funclatency_ringbuf_dropped", kCounter, 2},
       {"funclatency_series_folded", kCounter, 5},
+      {"funclatency_series_expired", kCounter, 8},
       {"funclatency_probe_cpu_seconds", kCounter, 0.125},
   };
   for (const auto& [name, kind, value] : unlabelled) {

@@ -49,11 +49,10 @@ TEST(OtlpConvertAgent, SelfMetricsAreSumsAndGauges) {
       EXPECT_EQ(gauge.data_points(0).as_int(), value) << name;
       EXPECT_EQ(gauge.data_points(0).time_unix_nano(), nanos(report.time));
     }
-    const std::pair<const char*, int64_t> counters[] = {{"funclatency_config_reload_failures", 4},
-                                                        {"funclatency_exec_events", 1234},
-                                                        {"funclatency_exec_dropped", 6},
-                                                        {"funclatency_ringbuf_dropped", 2},
-                                                        {"funclatency_series_folded", 5}};
+    const std::pair<const char*, int64_t> counters[] = {
+        {"funclatency_config_reload_failures", 4}, {"funclatency_exec_events", 1234},
+        {"funclatency_exec_dropped", 6},           {"funclatency_ringbuf_dropped", 2},
+        {"funclatency_series_folded", 5},          {"funclatency_series_expired", 8}};
     for (const auto& [name, value] : counters) {
       ASSERT_TRUE(metrics.contains(name)) << name;
       const auto& sum = metrics[name]->sum();

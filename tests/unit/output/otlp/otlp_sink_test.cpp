@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "otlp_test_receiver.h"
 #include "otlp_test_reports.h"
@@ -86,6 +87,16 @@ std::array<uint64_t, kRows> rows_of(const metrics_pb::HistogramDataPoint& point)
   return rows;
 }
 
+// --by pid: slow_op of sample_report() in processes 1 and 2.
+Report two_pid_series() {
+  auto report = sample_report();
+  report.functions.resize(1);
+  report.functions.push_back(report.functions[0]);
+  report.functions[0].series.pid = 1;
+  report.functions[1].series.pid = 2;
+  return report;
+}
+
 class OtlpSinkTest : public ::testing::TestWithParam<OtlpProtocol> {
  protected:
   bool grpc() const { return GetParam() == OtlpProtocol::kGrpc; }
@@ -118,6 +129,13 @@ class OtlpSinkTest : public ::testing::TestWithParam<OtlpProtocol> {
     options.retry = {
         .max_attempts = 5, .initial_backoff = 20ms, .max_backoff = 200ms, .multiplier = 2.0};
     return options;
+  }
+
+  // Cumulative, exporting every 100 ms.
+  std::unique_ptr<OtlpSink> make_periodic_sink(const OtlpTestReceiver& receiver) {
+    auto options = options_for(receiver.port());
+    options.export_interval = 100ms;
+    return make_sink(options);
   }
 
   // Delta temporality, exporting every 100 ms.
@@ -203,9 +221,7 @@ TEST_P(OtlpSinkTest, DeliversTheConsoleRowsForBothHistogramKinds) {
 
 TEST_P(OtlpSinkTest, ExportsEveryIntervalWithoutWaitingForClose) {
   auto receiver = start_receiver();
-  auto options = options_for(receiver->port());
-  options.export_interval = 100ms;
-  auto sink = make_sink(options);
+  auto sink = make_periodic_sink(*receiver);
   auto report = sample_report();
   sink->write(report);
   ASSERT_TRUE(receiver->wait_for_accepted(1, 3s)) << logs_.all();
@@ -437,11 +453,7 @@ TEST_P(OtlpSinkTest, DeltaKeepsTheSeriesOfAFunctionApart) {
   auto receiver = start_receiver();
   auto sink = make_delta_sink(*receiver);
   // --by pid: slow_op in two processes, with different totals.
-  auto first = sample_report();
-  first.functions.resize(1);
-  first.functions.push_back(first.functions[0]);
-  first.functions[0].series.pid = 1;
-  first.functions[1].series.pid = 2;
+  auto first = two_pid_series();
   first.functions[1].total = testing::histogram_of({3000, 5000});
   sink->write(first);
   ASSERT_TRUE(receiver->wait_for_accepted(1, 3s)) << logs_.all();
@@ -465,6 +477,35 @@ TEST_P(OtlpSinkTest, DeltaKeepsTheSeriesOfAFunctionApart) {
     count_by_pid[attributes_of(point.attributes())["process.pid"]] = point.count();
   }
   EXPECT_EQ(count_by_pid, (std::map<std::string, uint64_t>{{"1", 0}, {"2", 3}}));
+}
+
+// A series' last report (it ended) superseded by a snapshot without it
+// before an export: its last totals are exported anyway, once.
+TEST_P(OtlpSinkTest, AnEndedSeriesIsExportedOnceThoughSuperseded) {
+  auto receiver = start_receiver();
+  auto sink = make_periodic_sink(*receiver);
+  auto last = two_pid_series();
+  last.functions[0].series_ended = true;
+  auto without = last;
+  without.functions.erase(without.functions.begin());
+  sink->write(last);
+  sink->write(without);  // before the first export
+  ASSERT_TRUE(receiver->wait_for_accepted(1, 3s)) << logs_.all();
+  sink->write(without);
+  sink->close();
+  auto pids_in = [](const ReceivedExport& received) {
+    std::set<std::string> pids;
+    const auto* metric = find_metric(received, "function_latency_ms");
+    if (!metric) return pids;
+    for (const auto& point : metric->histogram().data_points()) {
+      pids.insert(attributes_of(point.attributes())["process.pid"]);
+    }
+    return pids;
+  };
+  auto received = receiver->received();
+  ASSERT_GE(received.size(), 2u) << logs_.all();
+  EXPECT_EQ(pids_in(received.front()), (std::set<std::string>{"1", "2"}));
+  EXPECT_EQ(pids_in(received.back()), (std::set<std::string>{"2"}));
 }
 
 TEST_P(OtlpSinkTest, DeltaWithoutAMatchingIntervalLeavesMinMaxOut) {

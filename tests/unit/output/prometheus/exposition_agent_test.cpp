@@ -38,6 +38,7 @@ const char* const kSelfSamples[] = {
     R"(funclatency_lost_calls_total{reason="ringbuf"} 2)",
     "funclatency_ringbuf_dropped_total 2",
     "funclatency_series_folded_total 5",
+    "funclatency_series_expired_total 8",
     "funclatency_probe_cpu_seconds_total 0.125",
 };
 
@@ -70,8 +71,8 @@ TEST(ExpositionAgent, MetadataNamesTheSampleInTextAndTheFamilyInOpenMetrics) {
       helps += line.starts_with("# HELP funclatency_");
       types += line.starts_with("# TYPE funclatency_");
     }
-    EXPECT_EQ(helps, 11u);
-    EXPECT_EQ(types, 11u);
+    EXPECT_EQ(helps, 12u);
+    EXPECT_EQ(types, 12u);
   }
 }
 
