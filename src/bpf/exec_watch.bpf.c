@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The exec watch: tells user space about every process that starts a
- * program (tp_btf/sched_process_exec, no /proc polling), and lists the
+/* The exec watch: tells user space about the processes that start a program
+ * a target may follow (tp_btf/sched_process_exec, no /proc polling; every
+ * other exec ends here, with no record and no wake-up), and lists the
  * processes already running (an iter/task program), each with the file its
- * code is mapped from. Loaded only when TARGETs follow programs into
- * containers (--follow, --config); the tracing object is untouched. */
+ * code is mapped from. With --follow-hold it also stops a process that
+ * starts a program not judged yet, until user space has attached its probes
+ * (fl_release) or a bound runs out (a timer), so its first call is timed.
+ * Loaded only when TARGETs follow programs into containers (--follow,
+ * --config); the tracing object is untouched. */
 // clang-format off
 #include "vmlinux.h"
 
@@ -16,14 +20,63 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Execs are rare next to calls: 64 KB holds 2,000 records between polls. */
+#define FL_SIGCONT 18
+#define FL_SIGSTOP 19
+#define FL_CLOCK_MONOTONIC 1
+#define FL_ENOENT 2
+#define FL_ESRCH 3
+
+struct task_struct* bpf_task_from_pid(s32 pid) __ksym;
+void bpf_task_release(struct task_struct* task) __ksym;
+int bpf_send_signal_task(struct task_struct* task, int sig, enum pid_type type, u64 value) __ksym;
+
+/* Only the execs of programs a target may follow come here (exec_names):
+ * 16 KB holds 400 records between polls, and user space is woken at once. */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 64 << 10);
+  __uint(max_entries, 16 << 10);
 } execs SEC(".maps");
+
+/* exec_watch.h says what the two filters hold. Allocated as filled: a host
+ * that follows one program holds a few entries, not the maximum. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 1024);
+  __type(key, struct fl_exec_name);
+  __type(value, __u8);
+} exec_names SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 8192);
+  __type(key, struct fl_file_key);
+  __type(value, __u8);
+} exec_known SEC(".maps");
+
+/* --follow-hold: the processes stopped at their exec, each with the timer
+ * that lets it go after `hold_ns` whatever user space does. */
+struct fl_held {
+  struct bpf_timer timer;
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __uint(max_entries, 4096);
+  __type(key, __u32);
+  __type(value, struct fl_held);
+} held SEC(".maps");
+
+/* The longest a process is held (0: never held). Set before load. */
+const volatile __u64 hold_ns = 0;
 
 /* Records the exec ring had no room for (user space then rescans). */
 __u64 exec_dropped = 0;
+/* Execs no target can follow, or of files every target judged already:
+ * counted here, never sent. */
+__u64 exec_skipped = 0;
 
 /* bpf_find_vma's callback: the file the VMA maps. For a file of an overlay
  * mount, vm_file is the layer's own file (the overlay hands mmap over to
@@ -47,15 +100,110 @@ static __always_inline void fill(struct task_struct* task, struct fl_exec_event*
   bpf_find_vma(task, start_code, note_file, event, 0);
 }
 
+/* Whether `name` (a kernel string) starts like one of exec_names. */
+static __always_inline bool named(const char* name) {
+  struct fl_exec_name key = {};
+  if (!name || bpf_probe_read_kernel_str(key.name, sizeof key.name, name) <= 0) return false;
+  return bpf_map_lookup_elem(&exec_names, &key) != 0;
+}
+
+/* Whether a target may follow the program this exec starts: by the name it
+ * was asked for (comm), its file's own name, or its script's interpreter's. */
+static __always_inline bool may_follow(struct linux_binprm* bprm) {
+  struct fl_exec_name comm = {};
+  bpf_get_current_comm(comm.name, sizeof comm.name);
+  if (bpf_map_lookup_elem(&exec_names, &comm)) return true;
+  if (named((const char*)BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name))) return true;
+  const char* interp = BPF_CORE_READ(bprm, interp);
+  if (!interp || interp == BPF_CORE_READ(bprm, filename)) return false;
+  char path[128];
+  if (bpf_probe_read_kernel_str(path, sizeof path, interp) <= 0) return false;
+  __u32 last = 0;
+  for (__u32 i = 0; i < sizeof path; i++) {
+    if (path[i] == 0) break;
+    if (path[i] == '/') last = i + 1;
+  }
+  return named(interp + last);
+}
+
+/* SIGCONT to process `tgid` (a pid of the initial namespace). */
+static __always_inline int let_go(__u32 tgid) {
+  struct task_struct* task = bpf_task_from_pid((s32)tgid);
+  if (!task) return -FL_ESRCH;
+  const int result = bpf_send_signal_task(task, FL_SIGCONT, PIDTYPE_TGID, 0);
+  bpf_task_release(task);
+  return result;
+}
+
+/* The bound ran out: the process goes on, probes or not. */
+static int hold_ended(void* map, __u32* tgid, struct fl_held* entry) {
+  let_go(*tgid);
+  bpf_map_delete_elem(map, tgid);
+  return 0;
+}
+
+/* Stops the current process (from its return to user space on) and starts
+ * the timer that lets it go. The stop is a pending SIGSTOP: a SIGCONT that
+ * comes before the process returns to user space cancels it. */
+static __always_inline bool hold(__u32 tgid) {
+  struct fl_held fresh = {};
+  bpf_map_update_elem(&held, &tgid, &fresh, BPF_NOEXIST);
+  struct fl_held* entry = bpf_map_lookup_elem(&held, &tgid);
+  if (!entry) return false;
+  bpf_timer_init(&entry->timer, &held, FL_CLOCK_MONOTONIC);
+  bpf_timer_set_callback(&entry->timer, hold_ended);
+  if (bpf_timer_start(&entry->timer, hold_ns, 0) != 0) {
+    bpf_map_delete_elem(&held, &tgid);
+    return false;
+  }
+  if (bpf_send_signal(FL_SIGSTOP) != 0) {
+    bpf_map_delete_elem(&held, &tgid);
+    return false;
+  }
+  return true;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(fl_exec, struct task_struct* task, pid_t old_pid, struct linux_binprm* bprm) {
+  if (!may_follow(bprm)) {
+    __sync_fetch_and_add(&exec_skipped, 1);
+    return 0;
+  }
   /* On the stack: bpf_find_vma's callback context must be. */
   struct fl_exec_event event = {};
   fill(task, &event);
+  if (event.flags & FL_EXEC_FILE_KNOWN) {
+    struct fl_file_key file = {.dev = event.dev, .ino = event.ino};
+    if (bpf_map_lookup_elem(&exec_known, &file)) {
+      __sync_fetch_and_add(&exec_skipped, 1);
+      return 0;
+    }
+  }
   event.cgroup_id = bpf_get_current_cgroup_id();
+  if (hold_ns && hold(event.tgid)) event.flags |= FL_EXEC_HELD;
   if (bpf_ringbuf_output(&execs, &event, sizeof(event), 0) != 0) {
     __sync_fetch_and_add(&exec_dropped, 1);
+    /* Nobody will hear of it: the pending stop is taken back at once. */
+    if (event.flags & FL_EXEC_HELD) {
+      __u32 tgid = event.tgid;
+      bpf_map_delete_elem(&held, &tgid);
+      bpf_send_signal(FL_SIGCONT);
+    }
   }
+  return 0;
+}
+
+/* User space's release of a held process (its probes are in, or it runs no
+ * followed program): the entry goes, which cancels its timer, then SIGCONT.
+ * A process the timer let go already is not signalled again. */
+SEC("syscall")
+int fl_release(struct fl_release_args* args) {
+  __u32 tgid = args->tgid;
+  if (bpf_map_delete_elem(&held, &tgid) != 0) {
+    args->result = -FL_ENOENT;
+    return 0;
+  }
+  args->result = let_go(tgid);
   return 0;
 }
 

@@ -350,7 +350,7 @@ Result<Following> start_following(const Config& config, const LoadOptions& load,
                                   const Messages& messages) {
   Following following;
   if (!config.following()) return following;
-  auto watch = ExecWatch::start();
+  auto watch = ExecWatch::start(config.follow_hold);
   if (!watch) return std::unexpected(watch.error());
   AttachSettings settings =
       attach_settings(config, load, probes.method,
@@ -363,7 +363,8 @@ Result<Following> start_following(const Config& config, const LoadOptions& load,
   following.follower = std::make_unique<ProgramFollower>(
       std::move(*watch), *following.attacher, *probes.object, aggregator,
       [messages](const std::string& line) { messages.note(line); },
-      [messages](const std::string& line) { messages.detail(line); });
+      [messages](const std::string& line) { messages.detail(line); },
+      TestDelay{config.test_follow_delay, config.test_follow_delay_inode});
   following.targets = config.follow_targets;
   return following;
 }
@@ -404,6 +405,7 @@ std::function<void(Report&)> agent_status(const Following& following) {
           std::string(follow_failure_name(static_cast<FollowFailure>(i))), stats.failures[i]);
     }
     status.probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9;
+    status.kernel_memory_bytes = stats.kernel_memory_bytes;
     report.agent = std::move(status);
   };
 }

@@ -36,6 +36,7 @@ enum class SelfMetricId {
   kRingbufDropped,
   kSeriesFolded,
   kProbeCpuSeconds,
+  kKernelMemory,
 };
 
 struct SelfMetricSample {
