@@ -41,7 +41,7 @@ _funclatency() {
     --mode --auto-threshold --exit-probes --json -v --verbose -l --list
     -r --regex --merge --max-functions --wait-for-library --late-functions
     --calibrate --subtract-overhead --cpu-split --self --by --max-series -c --cgroup
-    --kernel-slots --slowest --slower-than --follow --config --check-config
+    --kernel-slots --slowest --slower-than --follow --follow-hold --config --check-config
     --prometheus --prometheus-prefix --web-config --otlp --otlp-protocol
     --otlp-histogram --otlp-temporality --otlp-pid-attribute --user"
 
@@ -77,7 +77,7 @@ _funclatency() {
       return
       ;;
     -i | --interval | -d | --duration | --auto-threshold | --max-functions | \
-      --late-functions | --prometheus | --prometheus-prefix)
+      --late-functions | --follow-hold | --prometheus | --prometheus-prefix)
       return
       ;;
   esac
