@@ -465,7 +465,13 @@ Result<UniqueFd> open_stop_signalfd() {
 
 Result<void> run(const Config& config, const std::optional<AgentSettings>& agent_settings,
                  const PrometheusCliValues& prometheus_values, const OtlpCliValues& otlp_values,
-                 const PrivilegeCliValues& privilege_values) {
+                 const PrivilegeCliValues& privilege_values,
+                 std::optional<UprobeWarmup>& started_warmup) {
+  // The kernel's first-uprobe wait (probe/uprobe_warmup.h), begun (by main,
+  // before the command line is parsed, when it looks like a tracing run) so
+  // that it runs while the targets are planned and the BPF object loads.
+  if (!started_warmup) started_warmup.emplace();
+  UprobeWarmup& warmup = *started_warmup;
   const Messages messages{config.verbose};
   auto user = lookup_user(privilege_values);
   if (!user) return std::unexpected(user.error());
@@ -476,7 +482,6 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   ProbePlanner planner;
   auto targets = plan_targets(config, resolver, planner, messages);
   if (!targets) return std::unexpected(targets.error());
-  UprobeWarmup warmup;  // the kernel's first-uprobe wait, while we load (probe/uprobe_warmup.h)
   auto sinks = open_sinks(config, prometheus_values, otlp_values, messages);
   if (!sinks) return std::unexpected(sinks.error());
   auto calibration = measure_overhead(config, messages);
@@ -546,6 +551,26 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
 }  // namespace
 }  // namespace funclatency
 
+namespace funclatency {
+
+// Whether the command line asks to trace (and so to attach): not for help,
+// the version, a list, a calibration or a configuration check, which attach
+// nothing and would only pay the warm-up link's close on their way out. The
+// parser decides for real; this only lets the warm-up start before it.
+bool looks_like_tracing(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--") break;
+    if (arg == "-h" || arg == "--help" || arg == "--version" || arg == "-l" || arg == "--list" ||
+        arg == "--calibrate" || arg == "--check-config") {
+      return false;
+    }
+  }
+  return argc > 1;
+}
+
+}  // namespace funclatency
+
 int main(int argc, char** argv) {
   using namespace funclatency;
   // Block the stop signals before any thread exists, so every thread
@@ -564,6 +589,8 @@ int main(int argc, char** argv) {
     return exit_code(run_calibration());
   }
 
+  std::optional<UprobeWarmup> warmup;
+  if (looks_like_tracing(argc, argv)) warmup.emplace();
   auto arguments = parse_command_line(argc, argv);
   if (!arguments) return arguments.error();
   CommandLine& values = arguments->core;
@@ -596,5 +623,6 @@ int main(int argc, char** argv) {
   [[maybe_unused]] auto open_files = raise_open_file_limit();  // best effort: a low soft limit
   std::optional<AgentSettings> agent_settings;
   if (agent) agent_settings = agent->settings;
-  return exit_code(run(*config, agent_settings, prometheus_values, otlp_values, privilege_values));
+  return exit_code(
+      run(*config, agent_settings, prometheus_values, otlp_values, privilege_values, warmup));
 }
