@@ -38,11 +38,13 @@ struct {
 } execs SEC(".maps");
 
 /* exec_watch.h says what the two filters hold. Allocated as filled: a host
- * that follows one program holds a few entries, not the maximum. */
+ * that follows one program holds a few entries, not the maximum; the kernel
+ * still charges each hash map its buckets (~16 B an entry of max_entries). A
+ * file known past the maximum is only sent again (user space judges it). */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(map_flags, BPF_F_NO_PREALLOC);
-  __uint(max_entries, 1024);
+  __uint(max_entries, 256);
   __type(key, struct fl_exec_name);
   __type(value, __u8);
 } exec_names SEC(".maps");
@@ -50,7 +52,7 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(map_flags, BPF_F_NO_PREALLOC);
-  __uint(max_entries, 8192);
+  __uint(max_entries, 2048);
   __type(key, struct fl_file_key);
   __type(value, __u8);
 } exec_known SEC(".maps");
@@ -64,7 +66,7 @@ struct fl_held {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(map_flags, BPF_F_NO_PREALLOC);
-  __uint(max_entries, 4096);
+  __uint(max_entries, 1024);
   __type(key, __u32);
   __type(value, struct fl_held);
 } held SEC(".maps");

@@ -94,7 +94,11 @@ Result<std::unique_ptr<ExecWatch>> ExecWatch::start(std::chrono::nanoseconds hol
   watch->skeleton_ = {exec_watch_bpf::open(), exec_watch_bpf::destroy};
   if (!watch->skeleton_) return runtime_error("open the exec watch", errno);
   watch->skeleton_->rodata->hold_ns = static_cast<uint64_t>(std::max(hold.count(), int64_t{0}));
-  if (hold.count() <= 0) bpf_program__set_autoload(watch->skeleton_->progs.fl_release, false);
+  if (hold.count() <= 0) {
+    // Nothing is ever held: the map is the smallest the kernel makes.
+    bpf_program__set_autoload(watch->skeleton_->progs.fl_release, false);
+    bpf_map__set_max_entries(watch->skeleton_->maps.held, 1);
+  }
   if (exec_watch_bpf::load(watch->skeleton_.get()) != 0) {
     return runtime_error("load the exec watch (tp_btf/sched_process_exec, iter/task)", errno,
                          "it needs a kernel with BTF, bpf_find_vma (5.17+) and CAP_BPF, "

@@ -39,6 +39,7 @@ const char* const kSelfSamples[] = {
     "funclatency_ringbuf_dropped_total 2",
     "funclatency_series_folded_total 5",
     "funclatency_probe_cpu_seconds_total 0.125",
+    "funclatency_kernel_memory_bytes 4096",
 };
 
 TEST(ExpositionAgent, SelfMetricsUnprefixedInBothFormats) {
@@ -70,8 +71,8 @@ TEST(ExpositionAgent, MetadataNamesTheSampleInTextAndTheFamilyInOpenMetrics) {
       helps += line.starts_with("# HELP funclatency_");
       types += line.starts_with("# TYPE funclatency_");
     }
-    EXPECT_EQ(helps, 11u);
-    EXPECT_EQ(types, 11u);
+    EXPECT_EQ(helps, 12u);
+    EXPECT_EQ(types, 12u);
   }
 }
 

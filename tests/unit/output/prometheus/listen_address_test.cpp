@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "output/prometheus/listen_address.h"
+
+#include <gtest/gtest.h>
 
 namespace funclatency {
 namespace {
