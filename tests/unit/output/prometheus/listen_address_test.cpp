@@ -1,6 +1,6 @@
-#include "output/prometheus/listen_address.h"
-
 #include <gtest/gtest.h>
+
+#include "output/prometheus/listen_address.h"
 
 namespace funclatency {
 namespace {
