@@ -5,7 +5,8 @@
  * processes already running (an iter/task program), each with the file its
  * code is mapped from. With --follow-hold it also stops a process that
  * starts a program not judged yet, until user space has attached its probes
- * (fl_release) or a bound runs out (a timer), so its first call is timed.
+ * (fl_release) or a bound runs out (fl_release_due), so its first call is
+ * timed.
  * Loaded only when TARGETs follow programs into containers (--follow,
  * --config); the tracing object is untouched. */
 // clang-format off
@@ -22,7 +23,6 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define FL_SIGCONT 18
 #define FL_SIGSTOP 19
-#define FL_CLOCK_MONOTONIC 1
 #define FL_ENOENT 2
 #define FL_ESRCH 3
 
@@ -57,10 +57,10 @@ struct {
   __type(value, __u8);
 } exec_known SEC(".maps");
 
-/* --follow-hold: the processes stopped at their exec, each with the timer
- * that lets it go after `hold_ns` whatever user space does. */
+/* --follow-hold: the processes stopped at their exec, each with the time
+ * (bpf_ktime_get_ns) past which it goes on whatever user space does. */
 struct fl_held {
-  struct bpf_timer timer;
+  __u64 until_ns;
 };
 
 struct {
@@ -137,27 +137,11 @@ static __always_inline int let_go(__u32 tgid) {
   return result;
 }
 
-/* The bound ran out: the process goes on, probes or not. */
-static int hold_ended(void* map, __u32* tgid, struct fl_held* entry) {
-  let_go(*tgid);
-  bpf_map_delete_elem(map, tgid);
-  return 0;
-}
-
-/* Stops the current process (from its return to user space on) and starts
- * the timer that lets it go. The stop is a pending SIGSTOP: a SIGCONT that
- * comes before the process returns to user space cancels it. */
+/* Stops the current process from its return to user space on: a pending
+ * SIGSTOP, which a SIGCONT that comes before that return cancels. */
 static __always_inline bool hold(__u32 tgid) {
-  struct fl_held fresh = {};
-  bpf_map_update_elem(&held, &tgid, &fresh, BPF_NOEXIST);
-  struct fl_held* entry = bpf_map_lookup_elem(&held, &tgid);
-  if (!entry) return false;
-  bpf_timer_init(&entry->timer, &held, FL_CLOCK_MONOTONIC);
-  bpf_timer_set_callback(&entry->timer, hold_ended);
-  if (bpf_timer_start(&entry->timer, hold_ns, 0) != 0) {
-    bpf_map_delete_elem(&held, &tgid);
-    return false;
-  }
+  struct fl_held entry = {.until_ns = bpf_ktime_get_ns() + hold_ns};
+  if (bpf_map_update_elem(&held, &tgid, &entry, BPF_ANY) != 0) return false;
   if (bpf_send_signal(FL_SIGSTOP) != 0) {
     bpf_map_delete_elem(&held, &tgid);
     return false;
@@ -196,8 +180,11 @@ int BPF_PROG(fl_exec, struct task_struct* task, pid_t old_pid, struct linux_binp
 }
 
 /* User space's release of a held process (its probes are in, or it runs no
- * followed program): the entry goes, which cancels its timer, then SIGCONT.
- * A process the timer let go already is not signalled again. */
+ * followed program): its entry goes, then SIGCONT. A process let go already
+ * is not signalled again. A syscall program, so that the signal is sent
+ * from a process's context (bpf_send_signal_task refuses from a CPU that
+ * runs no user memory, as a kernel timer's callback often does), and
+ * because the agent has no CAP_KILL. */
 SEC("syscall")
 int fl_release(struct fl_release_args* args) {
   __u32 tgid = args->tgid;
@@ -207,6 +194,32 @@ int fl_release(struct fl_release_args* args) {
   }
   args->result = let_go(tgid);
   return 0;
+}
+
+struct fl_due {
+  __u64 now;
+  __u32 left;
+};
+
+static long release_if_due(void* map, __u32* tgid, struct fl_held* entry, struct fl_due* due) {
+  if (entry->until_ns > due->now) {
+    due->left++;
+    return 0;
+  }
+  __u32 pid = *tgid;
+  bpf_map_delete_elem(&held, &pid);
+  let_go(pid);
+  return 0;
+}
+
+/* The bound: every process held past its time goes on, probes or not. Run
+ * by the agent's guard process (probe/exec_watch.cpp) every few
+ * milliseconds, the agent alive or not. Returns how many are still held. */
+SEC("syscall")
+int fl_release_due(void* ctx) {
+  struct fl_due due = {.now = bpf_ktime_get_ns(), .left = 0};
+  bpf_for_each_map_elem(&held, release_if_due, &due, 0);
+  return (int)due.left;
 }
 
 SEC("iter/task")

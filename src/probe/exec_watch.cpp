@@ -6,7 +6,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -57,15 +59,23 @@ std::vector<Key> keys_of(int fd) {
   return keys;
 }
 
+// How often the guard lets go of the processes held past their bound: the
+// bound is kept to within this.
+std::chrono::milliseconds guard_tick(std::chrono::nanoseconds hold) {
+  const auto eighth = std::chrono::duration_cast<std::chrono::milliseconds>(hold / 8);
+  return std::clamp(eighth, std::chrono::milliseconds(5), std::chrono::milliseconds(50));
+}
+
 // The guard process's whole life; async-signal-safe calls only (the parent
-// may have threads). The kernel cancels a hash map's timers once no file
-// descriptor or pin refers to the map: holding `map_fd` keeps the held
-// processes' timers running after the agent is gone (crash, SIGKILL, OOM
-// kill), so each is let go at its bound. It waits for the agent's end of
-// `pipe_fd` to close, outlives the longest bound, and exits.
-[[noreturn]] void guard_held(int pipe_fd, int map_fd, std::chrono::nanoseconds hold) {
-  const unsigned low = static_cast<unsigned>(std::min(pipe_fd, map_fd));
-  const unsigned high = static_cast<unsigned>(std::max(pipe_fd, map_fd));
+// may have threads). Every `tick` it runs fl_release_due (BPF_PROG_TEST_RUN),
+// which continues each process held past its bound: from a process's
+// context, where the kernel sends a signal (from a timer's callback it often
+// refuses). Once the agent's end of `pipe_fd` closes (it exited, or died), it
+// goes on until nothing is held, then exits. It holds only the two
+// descriptors and no capability.
+[[noreturn]] void guard_held(int pipe_fd, int program_fd, std::chrono::milliseconds tick) {
+  const unsigned low = static_cast<unsigned>(std::min(pipe_fd, program_fd));
+  const unsigned high = static_cast<unsigned>(std::max(pipe_fd, program_fd));
   if (low > 0) syscall(SYS_close_range, 0u, low - 1, 0u);
   if (high > low + 1) syscall(SYS_close_range, low + 1, high - 1, 0u);
   syscall(SYS_close_range, high + 1, ~0u, 0u);
@@ -76,15 +86,24 @@ std::vector<Key> keys_of(int fd) {
   sigset_t all;
   sigfillset(&all);
   sigprocmask(SIG_UNBLOCK, &all, nullptr);
-  char byte;
-  while (read(pipe_fd, &byte, 1) != 0 && errno == EINTR) {
+  bool agent_gone = false;
+  for (;;) {
+    if (!agent_gone) {
+      pollfd agent{pipe_fd, POLLIN, 0};
+      char byte;
+      if (poll(&agent, 1, static_cast<int>(tick.count())) > 0 && read(pipe_fd, &byte, 1) == 0) {
+        agent_gone = true;
+      }
+    } else {
+      timespec nap{0, static_cast<long>(tick.count()) * 1000000L};
+      nanosleep(&nap, nullptr);
+    }
+    union bpf_attr run;
+    std::memset(&run, 0, sizeof run);
+    run.test.prog_fd = static_cast<uint32_t>(program_fd);
+    const long failed = syscall(__NR_bpf, BPF_PROG_TEST_RUN, &run, sizeof run);
+    if (agent_gone && (failed != 0 || run.test.retval == 0)) _exit(0);
   }
-  const auto wait = hold + std::chrono::milliseconds(100);
-  timespec left{static_cast<time_t>(wait.count() / 1000000000),
-                static_cast<long>(wait.count() % 1000000000)};
-  while (nanosleep(&left, &left) != 0 && errno == EINTR) {
-  }
-  _exit(0);
 }
 
 }  // namespace
@@ -97,6 +116,7 @@ Result<std::unique_ptr<ExecWatch>> ExecWatch::start(std::chrono::nanoseconds hol
   if (hold.count() <= 0) {
     // Nothing is ever held: the map is the smallest the kernel makes.
     bpf_program__set_autoload(watch->skeleton_->progs.fl_release, false);
+    bpf_program__set_autoload(watch->skeleton_->progs.fl_release_due, false);
     bpf_map__set_max_entries(watch->skeleton_->maps.held, 1);
   }
   if (exec_watch_bpf::load(watch->skeleton_.get()) != 0) {
@@ -210,7 +230,9 @@ Result<void> ExecWatch::start_guard(std::chrono::nanoseconds hold) {
     close(ends[1]);
     return runtime_error("start the hold guard process", error);
   }
-  if (child == 0) guard_held(ends[0], bpf_map__fd(skeleton_->maps.held), hold);
+  if (child == 0) {
+    guard_held(ends[0], bpf_program__fd(skeleton_->progs.fl_release_due), guard_tick(hold));
+  }
   close(ends[0]);
   guard_pipe_ = ends[1];
   return {};

@@ -84,8 +84,8 @@ class ExecWatch {
 
  private:
   ExecWatch() = default;
-  // With --follow-hold: a process of its own that keeps the held processes'
-  // timers alive should this one die (guard_held in exec_watch.cpp).
+  // With --follow-hold: a process of its own that lets the held processes go
+  // at their bound, this one alive or not (guard_held in exec_watch.cpp).
   Result<void> start_guard(std::chrono::nanoseconds hold);
   static int on_record(void* context, void* data, size_t size);
   // The task iterator's records: every process, or only `pid` (not 0).

@@ -88,6 +88,37 @@ TEST(ExecWatch, HearsNothingOfOtherNamesNorOfKnownFiles) {
   EXPECT_TRUE(heard(**watch, spawn_and_wait("/bin/true")));
 }
 
+// --follow-hold: the exec stops the process until release(), and the guard
+// process lets it go at the bound when nobody does.
+TEST(ExecWatch, HoldsAProcessUntilReleasedOrItsBound) {
+  FL_SKIP_WITHOUT_BPF();
+  auto watch = ExecWatch::start(std::chrono::milliseconds(300));
+  ASSERT_TRUE(watch) << watch.error().message();
+  ASSERT_TRUE((*watch)->set_names({"true"}));
+  for (const bool released : {true, false}) {
+    pid_t pid = 0;
+    char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    const auto spawned = std::chrono::steady_clock::now();
+    ASSERT_EQ(posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+    ASSERT_TRUE(WIFSTOPPED(status)) << "not held: status " << status;
+    ProgramStart start;
+    ASSERT_TRUE(heard(**watch, pid, &start));
+    EXPECT_TRUE(start.held);
+    if (released) (*watch)->release(pid);
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    const auto held = std::chrono::steady_clock::now() - spawned;
+    if (released) {
+      EXPECT_LT(held, std::chrono::milliseconds(250)) << "released, not let go at the bound";
+    } else {
+      EXPECT_GE(held, std::chrono::milliseconds(290)) << "let go before the bound";
+      EXPECT_LT(held, std::chrono::seconds(5));
+    }
+  }
+}
+
 TEST(ExecWatch, ListsTheProcessesRunningNow) {
   FL_SKIP_WITHOUT_BPF();
   auto watch = ExecWatch::start();

@@ -42,8 +42,11 @@ def unique_name(prefix: str) -> str:
 
 
 def start_agent(procs, tool, args):
+    """The agent, once it has told the kernel which names to let through:
+    its first poll, before its first interval's `agent` record."""
     agent = procs.spawn([tool, "--follow", "--json", "-i", "1", *args])
     agent.wait_for_line("stderr", r"^Following ", AGENT_START_TIMEOUT)
+    agent.wait_for_line("stdout", r'"type":"agent"', AGENT_START_TIMEOUT)
     return agent
 
 
@@ -79,7 +82,6 @@ def test_only_execs_by_a_followed_name_reach_the_agent(procs, tool, target_app, 
     shutil.copy2(os.path.realpath("/bin/true"), true_copy)
 
     agent = start_agent(procs, tool, ["--test-follow-delay=200", f"{followed}:slow_op"])
-    time.sleep(1)  # the start's own records judged
     unrelated = []
     for _ in range(20):
         for program in ("/bin/true", true_copy):
@@ -134,7 +136,6 @@ def test_held_new_programs_have_their_first_call_counted(procs, tool, first_call
         shutil.copy2(first_call, copy)
         copies.append(copy)
     agent = start_agent(procs, tool, ["--follow-hold", "2000", f"{name}:first_call"])
-    time.sleep(1)
     delays_ms = []
     for copy in copies[:100]:
         before = time.monotonic_ns()
@@ -185,7 +186,6 @@ def test_a_held_process_goes_on_at_the_bound_when_the_agent_dies(procs, tool, fi
                                                capture_output=True, text=True).stdout.split()]
     wait_until(lambda: len(guards()) == 1, 10)
     guard = guards()
-    time.sleep(1)  # the follower has told the kernel the names (its first poll)
     started = time.monotonic()
     run = procs.spawn([program])
     agent.wait_for_line("stderr", rf"judging process {run.pid} in ", 20)
