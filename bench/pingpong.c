@@ -4,7 +4,7 @@
  * switch (a sched_switch BPF program: funclatency --cpu-split) shows up in
  * the time per round trip.
  *
- * Both processes run a short warm-up, then time the round trips with their
+ * Both processes warm up briefly, then time the round trips with their
  * own clocks: the parent the wall time (CLOCK_MONOTONIC), each process its
  * CPU time (CLOCK_PROCESS_CPUTIME_ID) and its context switches (getrusage:
  * ru_nvcsw + ru_nivcsw, the counters of /proc/PID/status). The child sends

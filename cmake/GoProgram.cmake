@@ -9,7 +9,7 @@
 # all the same), except the PIE fixtures, and all share one build cache in
 # the build tree and build one after the other, the second PIE reusing the
 # first's library. Each with its own cache and settings, side by side, they
-# took 71 s of the build's CPU; now ~18 (README, "Two commands").
+# took 71 s of the build's CPU; now ~18 (docs/DEVELOPING.md, "Building").
 #
 #   funclatency_go_build(<target> OUTPUT <file> SOURCE_DIR <dir> [ALL]
 #                        [ARGS arg...] [ENV VAR=value...] [DEPENDS file...])

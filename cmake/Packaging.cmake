@@ -9,7 +9,7 @@
 #   PREFIX/share/man/man8/funclatency.8.gz
 #   PREFIX/share/bash-completion/completions/funclatency
 #   PREFIX/lib/systemd/system/funclatency.service            ExecStart=PREFIX/bin/funclatency
-#   PREFIX/share/doc/funclatency/                            README.md, deploy/ examples
+#   PREFIX/share/doc/funclatency/                            README.md, docs/ (the guide), deploy/ examples
 include(GNUInstallDirs)
 
 # --- Version ------------------------------------------------------------------
@@ -60,6 +60,9 @@ set(FUNCLATENCY_UNIT_STAGING \"${FUNCLATENCY_GENERATED_DIR}/systemd\")")
 install(SCRIPT cmake/InstallUnit.cmake)
 
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The guide the README links to (docs/NAME.md), under the same relative path.
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs FILES_MATCHING PATTERN "*.md"
+        PATTERN "*.yaml" PATTERN "*.png")
 install(DIRECTORY deploy/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/deploy
         PATTERN systemd EXCLUDE)
 

@@ -14,24 +14,25 @@ namespace funclatency {
 
 namespace {
 
+// The help ends as BCC's tools' do: the exit status, then a few examples a
+// reader can copy, one task each (docs/funclatency.8 has them all).
 constexpr const char* kExamples = R"(
-Examples:
-  funclatency /usr/bin/myapp:handle_request       time one function, all processes
-  funclatency -p 1234 :handle_request              ... of the binary PID 1234 runs
-  funclatency -p 1234 c:malloc                     malloc in that process's libc
-  funclatency -p 1234 --wait-for-library myplugin:handle
-                                                   waits for 1234 to dlopen libmyplugin
-  funclatency -i 2 -m ./server:'ns::Db::query*'    every C++ overload, msec, every 2s
-  funclatency -r 'libssl:^SSL_(read|write)$'       regex over a library
-  funclatency --json -d 10 ./app:slow_op           JSON lines for 10 seconds
-  funclatency -l 'c:str*'                          list what a pattern matches
-  funclatency --follow /app/server:handle_request  in every container running /app/server,
-                                                   now and later; series by container
-  funclatency --config /etc/funclatency/agent.yaml node agent: targets and exporters from
-                                                   a file; SIGHUP reloads it
-
 Exit status: 0 success, 1 runtime failure, 2 bad usage or input
 (funclatency diff: 3 when --fail-if-slower fails).
+
+EXAMPLES:
+  funclatency /usr/bin/myapp:handle_request     # time a function in every process
+  funclatency -p 1234 :handle_request           # ... in the binary process 1234 runs
+  funclatency -p 1234 c:malloc                  # malloc in that process's libc
+  funclatency -i 2 -m ./server:'ns::Db::query*' # C++ overloads, msec, every 2 s
+  funclatency -l 'c:str*'                       # list what a pattern matches
+  funclatency --cpu-split --slowest 3 -p 1234 :handle_request
+                                                # why slow: on-CPU/runnable/blocked,
+                                                # the 3 slowest calls with stacks
+  funclatency --by pid -d 10 /usr/bin/myapp:f   # who is slow: a histogram per process
+  funclatency --follow /app/server:handle       # every container running /app/server
+  funclatency --prometheus 9464 -p 1234 :handle # serve /metrics for Prometheus
+  funclatency --json -i 1 -d 60 ./app:f > run.ndjson && funclatency report run.ndjson
 )";
 
 void add_privilege_options(CLI::App& app, PrivilegeCliValues& values) {

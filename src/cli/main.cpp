@@ -475,6 +475,11 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   const Messages messages{config.verbose};
   auto user = lookup_user(privilege_values);
   if (!user) return std::unexpected(user.error());
+  // A wrong deployment is one line before anything loads.
+  if (config.following()) {
+    if (auto held = check_agent_capabilities(); !held) return held;
+  }
+  if (auto mounted = check_cgroup_tree(config); !mounted) return mounted;
   // Kept to the end of the run: a library loaded later is resolved and
   // planned by the same objects, and tearing a big symbol table down would
   // only delay the start.
@@ -537,7 +542,7 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   StackResolver stacks;
   if (probes->object->slow_calls()) name_slow_call_stacks(stacks, options);
   TraceSession session(*probes->object, aggregator, sinks->all(), std::move(options),
-                       stop_fd->get(), [&probes] { probes->links.detach_all(); });
+                       stop_fd->get(), [&probes] { probes->detach(); });
   std::fputs(config.following()
                  ? follow_banner(config).c_str()
                  : start_banner(config, probes->links.sites(), late.pending()).c_str(),

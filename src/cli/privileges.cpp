@@ -7,6 +7,7 @@
 #include "cli/privileges.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
@@ -21,6 +22,10 @@
 #include <chrono>
 #include <climits>
 #include <fstream>
+#include <string>
+#include <vector>
+
+#include "probe/tracing_capabilities.h"
 
 namespace funclatency {
 
@@ -196,6 +201,32 @@ Result<std::optional<TargetUser>> lookup_user(const PrivilegeCliValues& values) 
                      "run as root, or leave --user out");
   }
   return std::optional<TargetUser>(std::move(user));
+}
+
+Result<void> check_agent_capabilities() {
+  auto caps = current_capabilities();
+  if (!caps) return {};  // not known: the load or the attach says what fails
+  auto holds = [&](int capability) { return (caps->effective & capability_bit(capability)) != 0; };
+  std::vector<int> missing;
+  if (!holds(CAP_SYS_ADMIN)) {
+    for (int capability : {CAP_BPF, CAP_PERFMON}) {
+      if (!holds(capability)) missing.push_back(capability);
+    }
+  }
+  if (!holds(CAP_SYS_PTRACE)) missing.push_back(CAP_SYS_PTRACE);
+  if (!holds(CAP_DAC_READ_SEARCH) && !holds(CAP_DAC_OVERRIDE)) {
+    missing.push_back(CAP_DAC_READ_SEARCH);
+  }
+  if (missing.empty()) return {};
+  std::string described;
+  for (int capability : missing) {
+    described += fmt::format("{}{}, to {}", described.empty() ? "" : "; ",
+                             capability_name(capability), capability_purpose(capability));
+  }
+  return bad_input("the agent (--follow, --config) is missing " + described,
+                   fmt::format("run it as root, or grant {}: in a pod, "
+                               "securityContext.capabilities.add",
+                               missing.size() == 1 ? "it" : "them"));
 }
 
 CapabilityMask late_attach_capabilities(bool perf_event_fallback) {

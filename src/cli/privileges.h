@@ -35,6 +35,16 @@ struct TargetUser {
 // no CAP_SETUID/CAP_SETGID to switch to it, is kBadInput. nullopt without --user.
 Result<std::optional<TargetUser>> lookup_user(const PrivilegeCliValues& values);
 
+// The node agent (--follow, --config) finds the processes that execute a
+// program through /proc/PID (their exe, maps and root: other users' and
+// containers') and reads the files they run: without CAP_SYS_PTRACE it sees
+// none and traces nothing, silently. Before anything is loaded, one
+// kBadInput naming every capability it lacks (those tracing needs too) and
+// what each is for; success when the effective set holds them (CAP_SYS_ADMIN
+// stands in for CAP_BPF and CAP_PERFMON, CAP_DAC_OVERRIDE for
+// CAP_DAC_READ_SEARCH, as the kernel lets them).
+Result<void> check_agent_capabilities();
+
 // What attaching the probes of a library loaded later needs: CAP_SYS_PTRACE
 // (another user's /proc/PID/maps and /proc/PID/root) and CAP_DAC_READ_SEARCH
 // (libraries not world-readable). A uprobe_multi link of the loaded program

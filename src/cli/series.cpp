@@ -45,6 +45,17 @@ Result<UniqueFd> open_cgroup_v2(const std::string& given) {
   return fd;
 }
 
+Result<void> check_cgroup_tree(const Config& config) {
+  if (!(config.series_by & FL_BY_CGROUP)) return {};
+  auto mount = system_cgroup_v2_mount();
+  if (mount) return {};
+  return bad_input(
+      "series by cgroup (--by cgroup; --follow's and the agent's default) need the cgroup v2 "
+      "tree, and /proc/mounts lists no cgroup2 file system",
+      "mount it: mount -t cgroup2 none DIR; in a pod, mount the node's /sys/fs/cgroup; or "
+      "choose another --by");
+}
+
 SeriesOptions series_options(const Config& config) {
   SeriesOptions options;
   options.by = config.series_by;

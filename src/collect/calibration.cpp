@@ -7,15 +7,16 @@
 #include <map>
 
 #include "collect/map_reader.h"
-#include "common/own_executable.h"
 #include "histogram/latency_histogram.h"
+#include "probe/own_code.h"
 #include "probe/uprobe_links.h"
-#include "symbols/elf_symbol_resolver.h"
 
 // Empty functions with known first instructions: `push` is emulated by the
 // kernel's uprobes, `mov` is single-stepped. Written in assembly so no
 // compiler flag (CET, frame pointers) changes them; one copy per exit kind
-// so each case is traced alone.
+// so each case is traced alone. Each ends with a label, `NAME_end`: the
+// package strips the binary, so the probes are placed from the functions'
+// addresses and these sizes, never from the symbol table.
 asm(R"(
   .text
   .macro funclatency_calibration name, first
@@ -25,6 +26,9 @@ asm(R"(
   \first
   pop %rbp
   ret
+  .globl \name\()_end
+  .hidden \name\()_end
+\name\()_end:
   .size \name, .-\name
   .endm
   funclatency_calibration fl_calibration_emulated_uretprobe, "push %rbp"
@@ -38,6 +42,10 @@ void fl_calibration_emulated_uretprobe();
 void fl_calibration_emulated_ret();
 void fl_calibration_stepped_uretprobe();
 void fl_calibration_stepped_ret();
+extern const char fl_calibration_emulated_uretprobe_end[];
+extern const char fl_calibration_emulated_ret_end[];
+extern const char fl_calibration_stepped_uretprobe_end[];
+extern const char fl_calibration_stepped_ret_end[];
 }
 
 namespace funclatency {
@@ -47,37 +55,40 @@ namespace {
 struct Case {
   const char* symbol;
   void (*function)();
+  const char* end;  // the first byte after the function
   bool emulated;
   bool ret_instructions;
 };
 
 constexpr std::array<Case, 4> kCases = {{
-    {"fl_calibration_emulated_uretprobe", fl_calibration_emulated_uretprobe, true, false},
-    {"fl_calibration_emulated_ret", fl_calibration_emulated_ret, true, true},
-    {"fl_calibration_stepped_uretprobe", fl_calibration_stepped_uretprobe, false, false},
-    {"fl_calibration_stepped_ret", fl_calibration_stepped_ret, false, true},
+    {"fl_calibration_emulated_uretprobe", fl_calibration_emulated_uretprobe,
+     fl_calibration_emulated_uretprobe_end, true, false},
+    {"fl_calibration_emulated_ret", fl_calibration_emulated_ret, fl_calibration_emulated_ret_end,
+     true, true},
+    {"fl_calibration_stepped_uretprobe", fl_calibration_stepped_uretprobe,
+     fl_calibration_stepped_uretprobe_end, false, false},
+    {"fl_calibration_stepped_ret", fl_calibration_stepped_ret, fl_calibration_stepped_ret_end,
+     false, true},
 }};
 
 }  // namespace
 
 Result<Calibration> calibrate(uint64_t calls_per_case) {
-  auto exe = own_executable();
-  if (!exe) return std::unexpected(exe.error());
-  ElfSymbolResolver resolver;
   std::vector<ProbeSite> sites;
   std::vector<ProbePlan> plans;
   ProbePlanner planner;
   for (const Case& c : kCases) {
-    auto found = resolver.resolve(TargetSpec{*exe, c.symbol, false}, ResolveOptions{});
-    if (!found) return std::unexpected(found.error());
-    if (found->size() != 1) return runtime_error(fmt::format("find {} in {}", c.symbol, *exe));
-    auto plan = planner.plan(found->front(), c.ret_instructions ? ExitProbeChoice::kRetInstructions
-                                                                : ExitProbeChoice::kReturnProbe);
+    const auto start = reinterpret_cast<uintptr_t>(c.function);
+    const auto end = reinterpret_cast<uintptr_t>(c.end);
+    auto site = own_probe_site(reinterpret_cast<const void*>(start), end - start, c.symbol);
+    if (!site) return std::unexpected(site.error());
+    auto plan = planner.plan(*site, c.ret_instructions ? ExitProbeChoice::kRetInstructions
+                                                       : ExitProbeChoice::kReturnProbe);
     if (!plan) return std::unexpected(plan.error());
     if (plan->entry_emulated != c.emulated || plan->use_ret_instructions != c.ret_instructions) {
       return runtime_error(fmt::format("place calibration probes on {}", c.symbol));
     }
-    sites.push_back(found->front());
+    sites.push_back(std::move(*site));
     plans.push_back(std::move(*plan));
   }
 
@@ -93,7 +104,7 @@ Result<Calibration> calibrate(uint64_t calls_per_case) {
   for (const Case& c : kCases) {
     for (uint64_t i = 0; i < calls_per_case; i++) c.function();
   }
-  probes->links.detach_all();
+  probes->detach();
 
   Calibration calibration;
   calibration.calls_per_case = calls_per_case;

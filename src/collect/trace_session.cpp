@@ -46,6 +46,10 @@ struct TraceSession::Schedule {
 struct TraceSession::Wakeups {
   UniqueFd epoll;
   UniqueFd pidfd;  // the traced process's, with a pid
+  // The traced process was already gone (reaped) when the watch opened: it
+  // existed when the run started (the PID was checked then), so it exited
+  // while the probes went in, and the run ends as at its exit.
+  bool process_gone = false;
 };
 
 TraceSession::TraceSession(BpfObject& object, Aggregator& aggregator, std::vector<Sink*> sinks,
@@ -386,6 +390,10 @@ Result<TraceSession::Wakeups> TraceSession::open_wakeups(int ring_epoll_fd) cons
   }
   if (!options_.pid) return wakeups;
   wakeups.pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, *options_.pid, 0)));
+  if (!wakeups.pidfd && errno == ESRCH) {
+    wakeups.process_gone = true;
+    return wakeups;
+  }
   if (!wakeups.pidfd) {
     return bad_input(fmt::format("watch process {}", *options_.pid), "is the PID right?", errno);
   }
@@ -540,6 +548,10 @@ Result<StopReason> TraceSession::run() {
 
   Schedule schedule = start_schedule(Clock::now());
   std::optional<StopReason> stop;
+  if (wakeups->process_gone) {
+    if (options_.verbose) options_.verbose(fmt::format("process {} exited", *options_.pid));
+    stop = StopReason::kProcessExited;
+  }
   while (!stop) {
     auto woken = wait(wakeups->epoll.get(), schedule);
     if (!woken) return std::unexpected(woken.error());

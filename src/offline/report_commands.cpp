@@ -39,7 +39,7 @@ void add_offline_commands(CLI::App& app, OfflineCommand& command) {
       ->check(CLI::Range(1e-9, 0.5));
   command.diff->footer(
       "\nThe test: a G-test of homogeneity on the log2 rows, judged against the runs' own\n"
-      "interval-to-interval scatter; a run needs -i for that (see the README).\n"
+      "interval-to-interval scatter; a run needs -i for that (docs/report-and-diff.md).\n"
       "Exit status: 0 ok, 1 runtime failure, 2 bad input, 3 the --fail-if-slower gate failed.\n"
       "Example:\n  funclatency diff base.ndjson new.ndjson --fail-if-slower 20@p95\n");
   app.require_subcommand(1);

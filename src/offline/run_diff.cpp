@@ -1,6 +1,6 @@
 // Run-to-run comparison (see run_diff.h). The unit of the test is the call,
 // binned in log2 rows; calls are not independent (they share the machine's
-// state over time), so the between-run G statistic is scaled by how much a
+// state over time), so the G statistic between runs is scaled by how much a
 // run's own intervals scatter around that run's distribution beyond what
 // independent calls would give (a quasi-likelihood F test).
 #include "offline/run_diff.h"

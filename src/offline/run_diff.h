@@ -1,7 +1,6 @@
 // Compares two runs function by function: count, mean and percentiles before
 // and after, and a verdict from a test of homogeneity on the log2 rows whose
-// noise scale is the runs' own interval-to-interval scatter (README: "funclatency
-// diff"). Pure: no I/O.
+// noise scale is the runs' own interval-to-interval scatter (docs/report-and-diff.md). Pure: no I/O.
 #pragma once
 
 #include <optional>

@@ -10,6 +10,7 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <string_view>
 #include <utility>
 
 #include "probe/tracing_capabilities.h"
@@ -23,9 +24,11 @@ void ProbeLink::LinkDestroy::operator()(bpf_link* link) const {
 
 namespace {
 
-Error attach_error(std::string what, int err, int pid) {
+// `syscall`: the call that made the link (uprobe_multi links: bpf(); the
+// perf-event fallback: perf_event_open()), for a refusal's hint.
+Error attach_error(std::string what, int err, int pid, std::string_view syscall = "bpf()") {
   if (err == EPERM || err == EACCES) {
-    return Error{ErrorKind::kBadInput, std::move(what), err, privilege_hint()};
+    return Error{ErrorKind::kBadInput, std::move(what), err, privilege_hint(syscall)};
   }
   if (err == ESRCH) {
     return Error{ErrorKind::kBadInput, std::move(what), err,
@@ -51,6 +54,10 @@ bpf_program* program_of(const BpfObject& object, ProbeKind kind) {
       break;
   }
   return object.go_exit_program();
+}
+
+bool is_entry(ProbeKind kind) {
+  return kind == ProbeKind::kEntry || kind == ProbeKind::kGoEntry;
 }
 
 const char* name_of(ProbeKind kind) {
@@ -112,8 +119,12 @@ ProbeGroups group_probe_points(std::span<const ProbeSite> sites, std::span<const
   return groups;
 }
 
+// A return probe's breakpoint sits on the function's entry instruction, as
+// an entry probe's does: the kernel refuses it for that instruction, and
+// the message names that probe (exits are attached first).
 std::string refusal(ProbeKind kind, uint64_t offset) {
-  return fmt::format("the kernel cannot place a {} at 0x{:x}", name_of(kind), offset);
+  return fmt::format("the kernel cannot place a {} at 0x{:x}",
+                     name_of(kind == ProbeKind::kReturn ? ProbeKind::kEntry : kind), offset);
 }
 
 // A link attached in this pass and the points it holds: a function refused
@@ -201,7 +212,7 @@ Result<void> attach_each(bpf_program* program, const std::string& binary, ProbeK
     }
     return std::unexpected(attach_error(fmt::format("attach {} to {}:{} at 0x{:x}", name_of(kind),
                                                     binary, point.site->symbol, point.offset),
-                                        err, pid));
+                                        err, pid, "perf_event_open()"));
   }
   return {};
 }
@@ -350,6 +361,7 @@ Result<void> attach_multi(const BpfObject& object, const ProbeGroups& groups, in
   ProbeGroups rest;
   for (const auto& [key, points] : groups) {
     for (const auto& point : points) {
+      if (refused.contains(static_cast<uint32_t>(point.cookie))) continue;
       if (likely_refused(point)) {
         suspects.push_back({key.first, key.second, point});
       } else {
@@ -375,22 +387,33 @@ Result<void> UprobeLinks::attach_pass(const BpfObject& object, std::span<const P
                                       AttachMethod method, uint32_t first_fn_id,
                                       std::map<uint32_t, std::string>& refused) {
   std::vector<PassLink> links;
-  auto groups = group_probe_points(sites, plans, first_fn_id, refused);
-  if (method == AttachMethod::kPerfEvent) {
-    for (const auto& [key, points] : groups) {
-      const auto& [binary, kind] = key;
-      auto attached = attach_each(program_of(object, kind), binary, kind,
-                                  without_refused(points, refused), pid, refused, links);
+  // Exit probes before entry probes (detach_all() goes the other way): a
+  // call that entered while its exit probe was not yet there would stay on
+  // its thread's shadow stack and be counted lost by the next call; an exit
+  // whose entry was not seen is passed over.
+  const auto all = group_probe_points(sites, plans, first_fn_id, refused);
+  for (const bool entries : {false, true}) {
+    ProbeGroups groups;
+    for (const auto& [key, points] : all) {
+      if (is_entry(key.second) == entries) groups.emplace(key, points);
+    }
+    if (method == AttachMethod::kPerfEvent) {
+      for (const auto& [key, points] : groups) {
+        const auto& [binary, kind] = key;
+        auto attached = attach_each(program_of(object, kind), binary, kind,
+                                    without_refused(points, refused), pid, refused, links);
+        if (!attached) return attached;
+      }
+    } else {
+      auto attached = attach_multi(object, groups, pid, refused, links);
       if (!attached) return attached;
     }
-  } else {
-    auto attached = attach_multi(object, groups, pid, refused, links);
-    if (!attached) return attached;
   }
   auto kept = drop_refused_points(object, links, refused, pid);
   if (!kept) return kept;
   for (auto& pass_link : links) {
-    if (!pass_link.points.empty()) links_.push_back(std::move(pass_link.link));
+    if (pass_link.points.empty()) continue;
+    (is_entry(pass_link.kind) ? entry_links_ : exit_links_).push_back(std::move(pass_link.link));
   }
   return {};
 }
@@ -431,19 +454,33 @@ Result<UprobeLinks> UprobeLinks::attach(const BpfObject& object, std::span<const
   return result;
 }
 
+UprobeLinks::~UprobeLinks() {
+  detach_all();
+}
+
 void UprobeLinks::detach_all() {
-  std::vector<ProbeLink> links = std::exchange(links_, {});
-  for_each_at_once(links.size(), [&links](size_t i) { links[i].reset(); });
+  for (auto* kind : {&entry_links_, &exit_links_}) {
+    std::vector<ProbeLink> links = std::exchange(*kind, {});
+    for_each_at_once(links.size(), [&links](size_t i) { links[i].reset(); });
+  }
 }
 
 void UprobeLinks::adopt(UprobeLinks&& more) {
-  for (auto& link : more.links_) links_.push_back(std::move(link));
+  auto take = [](std::vector<ProbeLink>& into, std::vector<ProbeLink>& from) {
+    for (auto& link : from) into.push_back(std::move(link));
+    from.clear();
+  };
+  take(entry_links_, more.entry_links_);
+  take(exit_links_, more.exit_links_);
   sites_.insert(sites_.end(), more.sites_.begin(), more.sites_.end());
   dropped_.insert(dropped_.end(), more.dropped_.begin(), more.dropped_.end());
-  more.links_.clear();
 }
 
 TracingProbes::~TracingProbes() {
+  detach();
+}
+
+void TracingProbes::detach() {
   links.detach_all();
   tracepoint_links.clear();
 }

@@ -70,13 +70,22 @@ class UprobeLinks {
   static Result<UprobeLinks> attach(const BpfObject& object, std::span<const ProbeSite> sites,
                                     std::span<const ProbePlan> plans, std::optional<int> pid,
                                     AttachMethod method, uint32_t first_fn_id = 0);
+  UprobeLinks() = default;
+  UprobeLinks(UprobeLinks&&) = default;
+  UprobeLinks& operator=(UprobeLinks&&) = default;
+  ~UprobeLinks();  // detach_all(): the entries first
   // Takes over the links (and sites) of `more`, attached later.
   void adopt(UprobeLinks&& more);
   const std::vector<AttachedSite>& sites() const { return sites_; }
   const std::vector<DroppedFunction>& dropped() const { return dropped_; }
-  size_t link_count() const { return links_.size(); }
-  // Closes every link. Each close waits for RCU grace periods (tens of ms),
-  // so links are closed from several threads at once: their waits overlap.
+  size_t link_count() const { return entry_links_.size() + exit_links_.size(); }
+  // Closes every link: every entry probe's first, then the exits'. A call
+  // that enters while its exit probe is already gone would stay on its
+  // thread's shadow stack, and the thread's next traced call would count it
+  // lost though it returned; with the entries gone first, a call in flight
+  // either reaches its exit probe (counted) or is left out, never lost.
+  // Each close waits for RCU grace periods (tens of ms), so links of a kind
+  // are closed from several threads at once: their waits overlap.
   void detach_all();
 
  private:
@@ -87,7 +96,8 @@ class UprobeLinks {
                            std::span<const ProbePlan> plans, int pid, AttachMethod method,
                            uint32_t first_fn_id, std::map<uint32_t, std::string>& refused);
 
-  std::vector<ProbeLink> links_;
+  std::vector<ProbeLink> entry_links_;
+  std::vector<ProbeLink> exit_links_;  // return and ret-instruction probes
   std::vector<AttachedSite> sites_;
   std::vector<DroppedFunction> dropped_;
 };
@@ -102,6 +112,11 @@ struct TracingProbes {
   TracingProbes(TracingProbes&&) = default;
   TracingProbes& operator=(TracingProbes&&) = delete;
   ~TracingProbes();
+  // Detaches the uprobes (entries first), then the tracepoints: the thread-exit
+  // program counts the frames of a thread that ends inside traced calls
+  // lost, and once the exits are gone a frame left is a call that was in
+  // flight, not one lost.
+  void detach();
 
   std::unique_ptr<BpfObject> object;
   UprobeLinks links;

@@ -1,10 +1,10 @@
 // Why: see uprobe_warmup.h. The site is a function of this binary that
-// nothing calls, found through the loader's program headers; the program is
-// two instructions loaded with a raw syscall, since libbpf's loader keeps
-// process-wide state (feature probes) the main thread uses at the same time.
+// nothing calls, found from its address (own_code.h: the package strips the
+// binary); the program is two instructions loaded with a raw syscall, since
+// libbpf's loader keeps process-wide state (feature probes) the main thread
+// uses at the same time.
 #include "probe/uprobe_warmup.h"
 
-#include <link.h>
 #include <linux/bpf.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 #include <system_error>
 #include <thread>
 
-#include "common/own_executable.h"
 #include "common/unique_fd.h"
+#include "probe/own_code.h"
 #include "probe/uprobe_multi.h"
 
 // The warm-up probe's place: called by nothing.
@@ -28,31 +28,6 @@ namespace funclatency {
 namespace {
 
 using State = UprobeWarmup::State;
-
-struct WarmupSite {
-  std::string path;  // the loaded object that holds funclatency_uprobe_warmup_site
-  uint64_t offset = 0;
-  bool found = false;
-};
-
-// Where funclatency_uprobe_warmup_site lies in its file: its address in the
-// PT_LOAD segment that holds it, made a file offset.
-int find_warmup_site(dl_phdr_info* info, size_t, void* data) {
-  auto* site = static_cast<WarmupSite*>(data);
-  const auto address = reinterpret_cast<uintptr_t>(&funclatency_uprobe_warmup_site);
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr)& segment = info->dlpi_phdr[i];
-    const uintptr_t start = info->dlpi_addr + segment.p_vaddr;
-    if (segment.p_type != PT_LOAD || address < start || address >= start + segment.p_memsz) {
-      continue;
-    }
-    site->path = info->dlpi_name[0] ? info->dlpi_name : kOwnExecutableLink;
-    site->offset = address - start + segment.p_offset;
-    site->found = true;
-    return 1;
-  }
-  return 0;
-}
 
 // A program that does nothing, for uprobe_multi links (BPF_TRACE_UPROBE_MULTI).
 int load_empty_program() {
@@ -75,13 +50,12 @@ int load_empty_program() {
 // The thread: makes the link (the wait: the same path and lock as the real
 // links), says so, and closes it once released.
 void warm_up(std::shared_ptr<std::atomic<State>> state) {
-  WarmupSite site;
-  dl_iterate_phdr(find_warmup_site, &site);
-  const UniqueFd program(site.found ? load_empty_program() : -1);
+  auto site = locate_own_code(reinterpret_cast<const void*>(&funclatency_uprobe_warmup_site));
+  const UniqueFd program(site ? load_empty_program() : -1);
   UniqueFd link;  // closed before the program
   if (program) {
     const uint64_t cookie = 0;
-    auto created = create_uprobe_multi_link(program.get(), site.path, {&site.offset, 1},
+    auto created = create_uprobe_multi_link(program.get(), site->path, {&site->file_offset, 1},
                                             {&cookie, 1}, false, getpid());
     if (created) link.reset(*created);
   }

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "symbols/rust_demangle.h"
+
 namespace funclatency {
 namespace {
 
@@ -52,9 +54,8 @@ size_t start_after_return_type(std::string_view name) {
   return start;
 }
 
-}  // namespace
-
-std::string demangle(std::string_view name) {
+// The C++ demangler's reading of `name`, or `name` itself.
+std::string demangle_cxx(std::string_view name) {
   if (!name.starts_with("_Z")) return std::string(name);
   int status = 0;
   const std::string mangled(name);
@@ -62,6 +63,27 @@ std::string demangle(std::string_view name) {
       abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
   if (status != 0 || !demangled) return mangled;
   return demangled.get();
+}
+
+}  // namespace
+
+std::string demangle(std::string_view name) {
+  if (auto rust = demangle_rust(name)) return std::move(rust->path);
+  return demangle_cxx(name);
+}
+
+DemangledNames demangled_names(std::string_view name) {
+  if (auto rust = demangle_rust(name)) {
+    return {std::move(rust->path), std::move(rust->unqualified), std::move(rust->with_hash)};
+  }
+  std::string readable = demangle_cxx(name);
+  std::string unqualified = readable == name ? readable : without_parameters(readable);
+  return {std::move(readable), std::move(unqualified), {}};
+}
+
+std::string distinct_name(std::string_view name) {
+  auto rust = demangle_rust(name);
+  return rust ? std::move(rust->with_hash) : std::string();
 }
 
 std::string without_parameters(std::string_view demangled) {

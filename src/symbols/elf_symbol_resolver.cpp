@@ -28,6 +28,7 @@ struct ElfSymbolResolver::SymbolTable {
     std::string raw;
     std::string demangled;
     std::string unqualified;
+    std::string distinct;  // DemangledNames::distinct
     uint64_t address = 0;
     uint64_t size = 0;
     uint8_t binding = STB_GLOBAL;
@@ -37,7 +38,7 @@ struct ElfSymbolResolver::SymbolTable {
     bool ifunc_resolved = false;
     bool go = false;  // listed in the file's pclntab: Go code
 
-    SymbolNames names() const { return {raw, demangled, unqualified}; }
+    SymbolNames names() const { return {raw, demangled, unqualified, distinct}; }
   };
 
   explicit SymbolTable(ElfFile file) : binary(std::move(file)) {}
@@ -122,9 +123,10 @@ void add_functions(ElfSymbolResolver::SymbolTable& table, const std::vector<ElfS
     if (!seen.emplace(symbol.name, symbol.address).second) continue;
     Function function;
     function.raw = symbol.name;
-    function.demangled = demangle(symbol.name);
-    function.unqualified =
-        function.demangled == function.raw ? function.raw : without_parameters(function.demangled);
+    DemangledNames names = demangled_names(symbol.name);
+    function.demangled = std::move(names.readable);
+    function.unqualified = std::move(names.unqualified);
+    function.distinct = std::move(names.distinct);
     function.address = symbol.address;
     function.size = symbol.size;
     function.binding = symbol.binding;
@@ -276,12 +278,41 @@ Result<void> check_site_count(const Resolution& resolution, const NameMatcher& m
 }
 
 // Distinct functions that share a name (static functions of several files,
-// or one C++ name's overloads demangled alike) need distinct names.
+// one C++ name's overloads demangled alike, a Rust generic's instantiations
+// in legacy mangling) need distinct names: the name the symbol itself tells
+// apart where it has one (a legacy Rust hash), else the address.
 void disambiguate_names(std::vector<ProbeSite>& sites) {
   std::map<std::string, int> name_counts;
   for (const ProbeSite& site : sites) ++name_counts[site.symbol];
+  std::vector<std::string> names;
+  std::map<std::string, int> distinct_counts;
+  for (const ProbeSite& site : sites) {
+    std::string name = site.symbol;
+    if (name_counts[site.symbol] > 1) {
+      std::string distinct = distinct_name(site.raw_symbol);
+      name = distinct.empty() ? name + " @" + hex(site.address) : std::move(distinct);
+    }
+    ++distinct_counts[name];
+    names.push_back(std::move(name));
+  }
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (distinct_counts[names[i]] > 1) names[i] += " @" + hex(sites[i].address);
+    sites[i].symbol = std::move(names[i]);
+  }
+}
+
+// A function named by what tells it apart (a legacy Rust path with its hash,
+// as `-l` shows two functions of one path, or its mangled name) is shown by
+// it: two targets that each name one of them get two series named apart, not
+// two of one name.
+void keep_names_matched_as_distinct(std::vector<ProbeSite>& sites, const NameMatcher& matcher) {
   for (ProbeSite& site : sites) {
-    if (name_counts[site.symbol] > 1) site.symbol += " @" + hex(site.address);
+    std::string distinct = distinct_name(site.raw_symbol);
+    if (distinct.empty()) continue;
+    const DemangledNames names = demangled_names(site.raw_symbol);
+    if (!matcher.matches({names.readable, names.readable, names.unqualified})) {
+      site.symbol = std::move(distinct);
+    }
   }
 }
 
@@ -420,6 +451,7 @@ Result<Resolution> ElfSymbolResolver::resolve_shown(const std::string& path,
   if (auto checked = check_site_count(resolution, *matcher, options.max_matches); !checked) {
     return std::unexpected(checked.error());
   }
+  keep_names_matched_as_distinct(resolution.sites, *matcher);
   disambiguate_names(resolution.sites);
   return resolution;
 }

@@ -6,7 +6,7 @@
 namespace funclatency {
 
 std::optional<uint64_t> ifunc_target(const std::string& library_path, const std::string& name) {
-  // RTLD_NOLOAD: never run a library's constructors in the tool itself. The
+  // RTLD_NOLOAD: never let a library's constructors run in the tool itself. The
   // loader matches an already loaded object by file identity, not by path.
   void* handle = dlopen(library_path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
   if (handle == nullptr) return std::nullopt;

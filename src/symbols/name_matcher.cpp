@@ -67,7 +67,8 @@ bool NameMatcher::matches_one(std::string_view name) const {
 bool NameMatcher::matches(const SymbolNames& names) const {
   if (matches_one(names.raw)) return true;
   if (names.demangled != names.raw && matches_one(names.demangled)) return true;
-  return names.unqualified != names.demangled && matches_one(names.unqualified);
+  if (names.unqualified != names.demangled && matches_one(names.unqualified)) return true;
+  return !names.distinct.empty() && matches_one(names.distinct);
 }
 
 std::string NameMatcher::describe_no_match() const {

@@ -16,6 +16,9 @@ struct SymbolNames {
   std::string_view raw;          // as in the symbol table ("_ZN2ns1fEi")
   std::string_view demangled;    // "ns::f(int)" (== raw for C)
   std::string_view unqualified;  // "ns::f": without parameters (== raw for C)
+  // The demangled name with what tells it apart from others demangled alike
+  // (a legacy Rust hash: "m::generic::h3c351a77d29bfd48"), or empty.
+  std::string_view distinct = {};
 };
 
 class NameMatcher {

@@ -44,7 +44,9 @@ def pytest_configure(config):
 # The files that take longest (seconds of a run on this kind of machine, 2
 # CPUs), collected first: with a worker per CPU (scripts/test, --dist
 # loadfile) a long file handed out last would end the run alone.
-LONGEST_FILES = ("test_report_diff.py",  # ~55 s
+LONGEST_FILES = ("test_deploy.py",  # ~70 s with its base image cached, ~3 min without
+                 "test_docs.py",  # ~75 s
+                 "test_report_diff.py",  # ~55 s
                  "test_agent_metrics.py", "test_follow.py", "test_robustness.py",  # ~30 s each
                  "test_prometheus.py", "test_report_browser.py", "test_prometheus_hostile.py")
 

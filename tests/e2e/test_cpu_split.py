@@ -9,7 +9,7 @@ import pytest
 from conftest import rows_from_json, totals_by_symbol, trace_workload, usec_row
 
 # alone: under the parallel run (./scripts/test) one call's runnable time once
-# came out below the bound its own clocks give (session 11); run by itself.
+# came out below the bound its own clocks give; run by itself.
 pytestmark = [pytest.mark.bpf, pytest.mark.alone]
 MODES = ["events", "kernel"]
 CALLS = 30

@@ -1,4 +1,4 @@
-"""Go programs (issue 10): functions found in .gopclntab (stripped binaries
+"""Go programs: functions found in .gopclntab (stripped binaries
 too), calls paired per goroutine while goroutines move between threads and
 their stacks are copied, calls a panic abandons counted lost, and a real Go
 server (Debian's prometheus) that keeps running while it is traced.

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.bpf
 SLOTS = 4
 HOT_RATE = 400  # calls/s of the coldest hot function (the hottest: 10x)
 THRESHOLD = 200  # calls/s: every hot function passes it, no cold one (2 calls/s)
-PER_CPU_SLOT_BYTES = 5792  # one fn_stats histogram (README's formula)
+PER_CPU_SLOT_BYTES = 5792  # one fn_stats histogram (docs/how-it-works.md's formula)
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_auto_mode_with_fewer_slots_than_hot_functions(procs, tool, slot_rates):
 # "the hottest" meant little (the other tests here need only hot or cold).
 @pytest.mark.alone
 def test_auto_mode_gives_the_slots_to_the_hottest(procs, tool, slot_rates):
-    """Issue 16: "auto mode giving slots to the hottest functions" -- with 10
+    """Auto mode gives slots to the hottest functions: with 10
     functions over the threshold and 4 slots, once the rates are known the 4
     hottest are the ones in kernel mode (whatever their order in the file)."""
     records, truth, _ = trace(
@@ -195,7 +195,7 @@ def series_memory(procs, tool, app, processes) -> int:
 
 
 def test_series_memory_does_not_grow_with_the_cpus(procs, tool, private_app):
-    """Issue 16: --by in kernel mode keeps one histogram per series, shared by
+    """--by in kernel mode keeps one histogram per series, shared by
     every CPU (the probes add atomically), not one per CPU: 3 live processes
     lock 2 series more than 1 does, ~5,888 B each (the histogram and its hash
     entry), whatever the number of CPUs (a per-CPU value would be 5,792 B per

@@ -2,7 +2,8 @@
 (completions/funclatency.bash) against the built tool's --help (and each
 command's, `funclatency report --help`, ...): an option added to --help but
 not to the man page's OPTIONS or COMMANDS (or to the completion), or left in
-the man page after leaving --help, fails here. The page must also
+the man page or the completion after leaving --help, fails here, and so does
+an example at the end of --help that uses an option --help does not list. The page must also
 format without a groff warning. No BPF: only --help and --version run."""
 
 import re
@@ -123,6 +124,47 @@ def test_completion_offers_every_long_option(tool, help_text):
         wanted |= {n for n in help_options(command_help) if n.startswith("--")}
     missing = sorted(wanted - offered)
     assert not missing, f"{COMPLETION} does not offer {missing}"
+
+
+def completion_option_lists(completion: str) -> set:
+    """Every option word the completion offers: the words of `options="..."`
+    and of each literal `compgen -W '...'` list that starts with a dash."""
+    lists = re.findall(r'options="([^"]*)"', completion)
+    lists += re.findall(r"compgen -W '([^']*)'", completion)
+    return {word for words in lists for word in words.split() if word.startswith("-")}
+
+
+def all_help_options(tool, help_text: str) -> set:
+    """The options of --help and of every command's --help, short and long."""
+    names = help_options(help_text)
+    for command in subcommands(help_text):
+        names |= help_options(run_tool(tool, [command, "--help"]).stdout)
+    return names
+
+
+def test_completion_offers_no_option_the_tool_lacks(tool, help_text):
+    offered = completion_option_lists(COMPLETION.read_text())
+    assert {"--pid", "-p", "--fail-if-slower", "--output"} <= offered, offered  # the parser works
+    stale = sorted(offered - all_help_options(tool, help_text))
+    assert not stale, f"{COMPLETION} offers options no --help lists: {stale}"
+
+
+def test_help_ends_with_examples_that_use_real_options(help_text):
+    # BCC's tools end their help with examples; ours too, and each example's
+    # options must exist (a renamed option fails here, not in a user's shell).
+    assert "EXAMPLES:" in help_text, help_text
+    examples = help_text.rstrip()[help_text.rindex("EXAMPLES:"):].splitlines()[1:]
+    assert examples and all(line.startswith("  ") for line in examples), \
+        f"EXAMPLES: must be the last section of --help: {examples}"
+    commands = [line.split("#")[0] for line in examples if line.strip().startswith("funclatency")]
+    assert len(commands) >= 5, examples
+    known = help_options(help_text)
+    for command in commands:
+        for word in command.split():
+            option = word.split("=")[0]
+            if re.fullmatch(r"--?[A-Za-z][A-Za-z0-9-]*", option):
+                assert option in known, f"--help's example {command.strip()!r} uses {option}, " \
+                                        "which --help does not list"
 
 
 def test_man_page_formats_without_warnings():

@@ -1,4 +1,4 @@
-"""Naming functions every way a user would (issue 3): libraries by name and
+"""Naming functions every way a user would: libraries by name and
 path, with and without -p, PIE and non-PIE, a stripped binary with a
 .gnu_debuglink debug file, C++ demangled globs and mangled names, libc, a
 pattern over 250 functions (per function and --merge), endbr64-first

@@ -2,7 +2,7 @@
 the byte 0xFF (a folder named so) and a function whose symbol ends in 0xFF
 (tests/programs/odd_names). Console, JSON lines, OTLP and Prometheus must all
 write every record, show the name with U+FFFD for the bad byte, and count one
-series for the function (issue 24: `--json` used to abort on such a path)."""
+series for the function (`--json` must not abort on such a path)."""
 
 import json
 import os

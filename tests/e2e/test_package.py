@@ -1,8 +1,11 @@
 """The Debian package, as an operator gets it: packed by CPack from the test's
 build directory (no second build), installed with apt-get on this machine,
 run from /usr/bin with both exporter modules and the report/diff module
-found in /usr/lib/funclatency, its man page and systemd unit checked where
-they land, and removed again with nothing of it left behind.
+found in /usr/lib/funclatency, as an agent (--follow and --config, counts
+exact against the traced program's own), with --calibrate and
+--subtract-overhead (the stripped binary probes its own code), its man page
+and systemd unit checked where they land, and removed again with nothing of
+it left behind.
 
 This installs to the real system (root only). The package is removed at the
 end whatever happens (the module fixture's finalizer), so the other tests,
@@ -22,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from agent_runs import (agent_config, agent_counts_match_truth, assert_calibrates,
+                        assert_subtracts_overhead)
 from conftest import build_dir, built, free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -259,6 +264,31 @@ def test_traced_run_from_usr_bin_with_both_exporters(installed, procs, target_ap
     # The final flush at exit reaches the receiver before the tool exits.
     assert wait_until(lambda: "function_latency_ms" in exported_metric_names(receiver), 10.0), \
         receiver.describe()
+
+
+@pytest.mark.bpf
+def test_agent_from_usr_bin_follows_a_program(installed, procs, private_app):
+    """The shipped agent starts (it calibrates on its own, stripped, code)
+    and counts every call of a program it follows, stopped as the kubelet
+    stops it (SIGTERM)."""
+    agent_counts_match_truth(procs, INSTALLED_TOOL, private_app,
+                             ["--follow", f"{private_app}:slow_op", f"{private_app}:fast_op"])
+
+
+@pytest.mark.bpf
+def test_agent_from_usr_bin_with_a_config_file(installed, procs, private_app, tmp_path):
+    config = agent_config(tmp_path / "agent.yaml", private_app)
+    agent_counts_match_truth(procs, INSTALLED_TOOL, private_app, ["--config", config])
+
+
+@pytest.mark.bpf
+def test_calibrate_from_usr_bin(installed):
+    assert_calibrates(INSTALLED_TOOL)
+
+
+@pytest.mark.bpf
+def test_subtract_overhead_from_usr_bin(installed, procs, private_app):
+    assert_subtracts_overhead(procs, INSTALLED_TOOL, private_app)
 
 
 def test_remove_leaves_no_file_behind(installed):

@@ -215,7 +215,7 @@ def test_scrapes_answer_while_clients_misbehave(procs, tool, target_app):
     assert traced.stop() == 0, traced.describe()
 
 
-# --- Out of descriptors (issue 24) --------------------------------------------
+# --- Out of descriptors -------------------------------------------------------
 
 # A low open-file limit, soft and hard, so funclatency cannot raise it.
 LOW_NOFILE = 64
@@ -395,7 +395,7 @@ def test_out_of_descriptors_the_server_neither_spins_nor_stops_answering(procs, 
     assert traced.stop() == 0, traced.describe()
 
 
-# --- Framing: pipelining and smuggling shapes (issue 24) -----------------------
+# --- Framing: pipelining and smuggling shapes ----------------------------------
 
 # glibc gives every thread RLIMIT_STACK's size: small enough that recursing
 # once per pipelined request (as the server once did) overflows it.
@@ -475,7 +475,7 @@ def test_pipelined_requests_are_answered_and_smuggling_shapes_refused(procs, too
     assert traced.stop() == 0, traced.describe()
 
 
-# --- No network byte read with privileges (issue 24) ---------------------------
+# --- No network byte read with privileges --------------------------------------
 
 
 def capabilities(pid, tid=None, which="CapEff"):
@@ -534,7 +534,7 @@ def test_no_request_is_read_before_the_privileges_are_dropped(procs, tool, targe
     assert traced.stop() == 0, traced.describe()
 
 
-# --- Basic auth under a password guesser (issue 24) ----------------------------
+# --- Basic auth under a password guesser ---------------------------------------
 
 # bcrypt cost 10, as htpasswd -B makes by default: tens of ms a check here.
 BCRYPT_ROUNDS = 1 << 10

@@ -181,7 +181,7 @@ def test_missing_web_config_is_refused(tool, target_app, tmp_path):
     assert_refused(result, r"--web-config: cannot read .*absent\.yml: No such file")
 
 
-# --- Certificate rotation (issue 24) -------------------------------------------
+# --- Certificate rotation ------------------------------------------------------
 
 
 def served_certificate(port, ca):

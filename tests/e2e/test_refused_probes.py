@@ -1,4 +1,4 @@
-"""Functions the kernel refuses to probe (issue 16): uprobes cannot take an
+"""Functions the kernel refuses to probe: uprobes cannot take an
 instruction with a LOCK or segment prefix, and one such point fails a whole
 uprobe_multi link of a thousand. The tool finds the refused points (by
 bisection, not one link per point: each failed or closed link waits for an

@@ -198,7 +198,7 @@ def test_slow_op_shifted_1_5x_is_slower_and_fails_the_gate(procs, tool, target_a
 
 @pytest.mark.bpf
 def test_several_runs_per_side_in_one_file(procs, tool, target_app, tmp_path):
-    """README: each side may be several runs, their JSON lines in one file;
+    """docs/report-and-diff.md: each side may be several runs, their JSON lines in one file;
     the diff pools their calls and intervals."""
     files, own = {}, {}
     recorded = {"base": [], "new": []}

@@ -18,7 +18,7 @@ NOBODY = 65534
 
 
 def as_nobody(caps=()):
-    """setpriv arguments that run a command as user nobody holding only `caps`
+    """setpriv arguments that start a command as user nobody holding only `caps`
     (e.g. ["bpf", "perfmon"]) as ambient capabilities."""
     wanted = ",".join(["-all", *(f"+{cap}" for cap in caps)])
     return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",

@@ -100,7 +100,7 @@ def exposed_pids(endpoint):
 
 @pytest.mark.parametrize("interval", [[], ["-i", "1"]], ids=["no-interval", "interval"])
 def test_series_of_an_exited_process_leave_the_endpoint(procs, tool, private_app, interval):
-    """The README: "a process that exited is reported once more, then its
+    """docs/why-slow.md: "a process that exited is reported once more, then its
     series are no longer exposed" -- also without -i, as deploy/'s systemd
     unit and DaemonSet run it."""
     endpoint = f"127.0.0.1:{free_port()}"

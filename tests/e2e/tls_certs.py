@@ -58,3 +58,13 @@ def make_certificates(folder: Path) -> Certificates:
     return Certificates(folder / "ca.pem", folder / "server.pem", folder / "server.key",
                         folder / "client.pem", folder / "client.key", folder / "other-ca.pem",
                         folder / "other-client.pem", folder / "other-client.key")
+
+
+def make_ca_and_server_certificate(folder: Path, dns_name: str):
+    """A CA of its own and a server certificate it signed for `dns_name`
+    (the one name a scraper verifies): (ca, certificate, key)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    _make_ca(folder, "ca")
+    _make_leaf(folder, "ca", "server",
+               f"subjectAltName=DNS:{dns_name}\nextendedKeyUsage=serverAuth\n")
+    return folder / "ca.pem", folder / "server.pem", folder / "server.key"

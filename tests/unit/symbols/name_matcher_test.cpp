@@ -30,6 +30,27 @@ TEST(NameMatcher, ExactGlobAndRegex) {
   EXPECT_FALSE(unanchored->matches({"free", "free", "free"}));
 }
 
+TEST(NameMatcher, RustPathsWithoutHashesGenericArgumentsOrWithThem) {
+  const SymbolNames legacy{"_ZN1m7handler7generic17h3c351a77d29bfd48E", "m::handler::generic",
+                           "m::handler::generic", "m::handler::generic::h3c351a77d29bfd48"};
+  const SymbolNames v0{"_RINvNtCs6xObwDLdFGl_1m7handler7genericyEB4_", "m::handler::generic::<u64>",
+                       "m::handler::generic"};
+  for (const auto* names : {&legacy, &v0}) {
+    for (const char* pattern : {"m::handler::generic", "m::handler::*", "*::generic*"}) {
+      auto matcher = NameMatcher::create(pattern, false);
+      ASSERT_TRUE(matcher);
+      EXPECT_TRUE(matcher->matches(*names)) << pattern << " " << names->raw;
+    }
+    EXPECT_FALSE(NameMatcher::create("*::process", false)->matches(*names));
+  }
+  EXPECT_TRUE(
+      NameMatcher::create("m::handler::generic::h3c351a77d29bfd48", false)->matches(legacy));
+  EXPECT_FALSE(
+      NameMatcher::create("m::handler::generic::h0000000000000000", false)->matches(legacy));
+  EXPECT_TRUE(NameMatcher::create("m::handler::generic::<u64>", false)->matches(v0));
+  EXPECT_FALSE(NameMatcher::create("m::handler::generic::<&str>", false)->matches(v0));
+}
+
 TEST(NameMatcher, RegexThatDoesNotCompileIsBadInput) {
   for (const char* pattern : {"(", "a[", "*x", "a{2"}) {
     auto regex = NameMatcher::create(pattern, true);
