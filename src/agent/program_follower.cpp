@@ -27,6 +27,8 @@ struct ProgramFollower::Followed {
   FollowTarget target;
   std::map<FileId, File> files;
   std::set<FileId> elsewhere;  // files that are not this program
+  // The names this program's files were found to have (after symlinks).
+  std::set<std::string> file_names;
 };
 
 namespace {
@@ -45,27 +47,21 @@ std::optional<uint32_t> fl_mode_of(const std::optional<ModeChoice>& mode) {
   return *mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
 }
 
-// A whole number from the environment variable `name`, at most `max`.
-std::optional<uint64_t> number_from_environment(const char* name, uint64_t max) {
-  const char* text = std::getenv(name);
-  if (!text || *text < '0' || *text > '9') return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0' || value > max) return std::nullopt;
-  return value;
+// The names an exec of `program` may go by (a path's last part, or the
+// file name itself): what the exec watch lets through for the follower to judge.
+std::string exec_name_of(const std::string& program) {
+  return std::string(basename_of(program));
 }
 
-// FUNCLATENCY_TEST_FOLLOW_DELAY_MS: a test's stand-in for a busy agent, which
-// reads an exec record a while after the exec (tests/e2e/test_follow.py);
-// with FUNCLATENCY_TEST_FOLLOW_DELAY_INODE, only the records of the file with
-// that inode wait (the other tests' programs, exec'd beside it, do not).
-TestDelay test_delay_from_environment() {
-  TestDelay delay;
-  delay.wait = std::chrono::milliseconds(
-      number_from_environment("FUNCLATENCY_TEST_FOLLOW_DELAY_MS", 10000).value_or(0));
-  delay.inode = number_from_environment("FUNCLATENCY_TEST_FOLLOW_DELAY_INODE", UINT64_MAX);
-  return delay;
+// The name process `pid`'s program file has (after symlinks), if it can be read.
+std::optional<std::string> file_name_of(int pid) {
+  char target[PATH_MAX];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t length = readlink(link.c_str(), target, sizeof target - 1);
+  if (length <= 0) return std::nullopt;
+  std::string_view path(target, static_cast<size_t>(length));
+  if (path.ends_with(" (deleted)")) path.remove_suffix(10);
+  return std::string(basename_of(path));
 }
 
 }  // namespace
@@ -114,14 +110,15 @@ Result<std::optional<std::string>> program_in_process(int pid, const std::string
 }
 
 ProgramFollower::ProgramFollower(std::unique_ptr<ExecWatch> watch, FunctionAttacher& attacher,
-                                 BpfObject& object, Aggregator& aggregator, Note note, Note detail)
+                                 BpfObject& object, Aggregator& aggregator, Note note, Note detail,
+                                 TestDelay test_delay)
     : watch_(std::move(watch)),
       attacher_(attacher),
       object_(object),
       aggregator_(aggregator),
       note_(std::move(note)),
       detail_(std::move(detail)),
-      test_delay_(test_delay_from_environment()) {}
+      test_delay_(test_delay) {}
 
 ProgramFollower::~ProgramFollower() = default;
 
@@ -136,7 +133,7 @@ std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& t
       next.push_back(std::move(*kept));
       continue;
     }
-    next.push_back(std::make_unique<Followed>(Followed{target, {}, {}}));
+    next.push_back(std::make_unique<Followed>(Followed{target, {}, {}, {}}));
     fresh.push_back(next.back().get());
   }
   for (auto& gone : followed_) {
@@ -149,6 +146,9 @@ std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& t
   }
   followed_ = std::move(next);
   std::vector<uint32_t> added;
+  // A new target has judged no file yet: every file is asked about again.
+  if (!fresh.empty()) watch_->forget_known();
+  publish_names();
   if (fresh.empty()) return added;
   auto running = watch_->running();
   if (!running) {
@@ -159,7 +159,25 @@ std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& t
   for (Followed* followed : fresh) {
     for (const auto& start : *running) handle(start, *followed, added);
   }
+  for (const auto& start : *running) publish_known(start);
+  publish_names();
   return added;
+}
+
+void ProgramFollower::publish_names() {
+  std::set<std::string> names;
+  for (const auto& followed : followed_) {
+    names.insert(exec_name_of(followed->target.program));
+    names.insert(followed->file_names.begin(), followed->file_names.end());
+  }
+  if (auto ok = watch_->set_names(names); !ok) {
+    note_(ok.error().message() + "; the names it has are kept");
+  }
+}
+
+void ProgramFollower::publish_known(const ProgramStart& start) {
+  if (!known_everywhere(start)) return;
+  if (auto ok = watch_->know(*start.file); !ok) detail_(ok.error().message());
 }
 
 Result<std::vector<uint32_t>> ProgramFollower::poll() {
@@ -168,18 +186,36 @@ Result<std::vector<uint32_t>> ProgramFollower::poll() {
   stats_.processes_seen += drained->size();
   // A process that exec'd twice since the last poll runs its last program.
   std::unordered_map<int, size_t> last;
-  for (size_t i = 0; i < drained->size(); i++) last[(*drained)[i].pid] = i;
-  std::vector<uint32_t> added;
+  std::set<int> held;
   for (size_t i = 0; i < drained->size(); i++) {
-    if (last[(*drained)[i].pid] != i) continue;
-    if (test_delay_.applies_to((*drained)[i]) && !known_everywhere((*drained)[i])) {
-      note_(fmt::format("FUNCLATENCY_TEST_FOLLOW_DELAY_MS: judging process {} in {} ms",
-                        (*drained)[i].pid, test_delay_.wait.count()));
+    last[(*drained)[i].pid] = i;
+    if ((*drained)[i].held) held.insert((*drained)[i].pid);
+  }
+  std::vector<uint32_t> added;
+  bool names_learned = false;
+  for (size_t i = 0; i < drained->size(); i++) {
+    const ProgramStart& start = (*drained)[i];
+    if (last[start.pid] != i) continue;
+    if (test_delay_.applies_to(start) && !known_everywhere(start)) {
+      note_(fmt::format("--test-follow-delay: judging process {} in {} ms", start.pid,
+                        test_delay_.wait.count()));
       std::this_thread::sleep_for(test_delay_.wait);
     }
-    for (auto& followed : followed_) handle((*drained)[i], *followed, added);
+    const size_t names_before = learned_names();
+    for (auto& followed : followed_) handle(start, *followed, added);
+    names_learned |= learned_names() != names_before;
+    // Its probes are in (or it runs no followed program): it goes on.
+    if (held.contains(start.pid)) watch_->release(start.pid);
+    publish_known(start);
   }
+  if (names_learned) publish_names();
   return added;
+}
+
+size_t ProgramFollower::learned_names() const {
+  size_t count = 0;
+  for (const auto& followed : followed_) count += followed->file_names.size();
+  return count;
 }
 
 // The kernel looks a process's code mapping up only when its memory map is
@@ -236,10 +272,17 @@ void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
   auto after = file_now(start.pid, file);
   if (!after || *after != std::optional<FileId>(file)) return;
   if (!*path) {
-    if (followed.elsewhere.size() >= kMaxElsewhere) followed.elsewhere.clear();
+    if (followed.elsewhere.size() >= kMaxElsewhere) {
+      followed.elsewhere.clear();
+      watch_->forget_known();
+    }
     followed.elsewhere.insert(file);
     return;
   }
+  // The program's file may have a name of its own (the path is a symlink):
+  // a later exec by that name alone (a new version of the file reached
+  // through another link) is let through too.
+  if (auto name = file_name_of(start.pid)) followed.file_names.insert(*name);
   attach_file(followed, **path, start.pid, file, added);
 }
 
@@ -307,6 +350,9 @@ void ProgramFollower::attach_file(Followed& followed, const std::string& path, i
 FollowStats ProgramFollower::stats() const {
   FollowStats stats = stats_;
   stats.exec_dropped = watch_->dropped();
+  // The execs the kernel judged alone were seen too.
+  stats.processes_seen += watch_->skipped();
+  stats.kernel_memory_bytes = watch_->locked_memory() + object_.locked_memory();
   for (const auto& followed : followed_) {
     for (const auto& [file, attached] : followed->files) {
       if (attached.fn_ids.empty()) continue;

@@ -6,7 +6,11 @@
 // image) is attached once, whatever the number of containers that run it; a
 // new image version is a new file and is attached when it first runs.
 // A file's first calls, those made between its exec and its attach, are the
-// only ones not seen (bench/ measures that window).
+// only ones not seen (bench/ measures that window), unless --follow-hold
+// stops the process at its exec until its probes are in.
+// The kernel hands the follower only the execs whose names a target may
+// follow and whose files are not judged yet (probe/exec_watch.h): the
+// follower keeps the exec watch's names and known files up to date.
 #pragma once
 
 #include <array>
@@ -37,9 +41,10 @@ enum class FollowFailure : uint32_t {
 };
 std::string_view follow_failure_name(FollowFailure failure);
 
-// A test's stand-in for a busy agent (FUNCLATENCY_TEST_FOLLOW_DELAY_MS and
-// _INODE, program_follower.cpp): each exec record of a file not judged yet
-// waits `wait` before it is judged; with `inode`, only that file's records.
+// A test's stand-in for a busy agent (the hidden option --test-follow-delay
+// MS[:INODE], which only the tests use): each exec record of a file not
+// judged yet waits `wait` before it is judged; with `inode`, only that
+// file's records.
 struct TestDelay {
   std::chrono::milliseconds wait{0};
   std::optional<uint64_t> inode;
@@ -50,10 +55,11 @@ struct TestDelay {
 
 // What the follower has done, for the self-metrics.
 struct FollowStats {
-  uint64_t processes_seen = 0;      // exec'd since the start, or running at a (re)load
-  uint64_t exec_dropped = 0;        // execs the kernel's ring had no room for
-  uint64_t files_attached = 0;      // files (image layers) with probes now
-  uint64_t functions_attached = 0;  // functions with probes now
+  uint64_t processes_seen = 0;       // exec'd since the start, or running at a (re)load
+  uint64_t exec_dropped = 0;         // execs the kernel's ring had no room for
+  uint64_t files_attached = 0;       // files (image layers) with probes now
+  uint64_t functions_attached = 0;   // functions with probes now
+  uint64_t kernel_memory_bytes = 0;  // the BPF maps': the tracing object's and the exec watch's
   std::array<uint64_t, static_cast<size_t>(FollowFailure::kCount)> failures{};
 };
 
@@ -71,7 +77,7 @@ class ProgramFollower {
   // `attacher`, `object` and `aggregator` must outlive it. `note` hears what
   // was attached and what failed (stderr); `detail` more (-v).
   ProgramFollower(std::unique_ptr<ExecWatch> watch, FunctionAttacher& attacher, BpfObject& object,
-                  Aggregator& aggregator, Note note, Note detail);
+                  Aggregator& aggregator, Note note, Note detail, TestDelay test_delay = {});
   ~ProgramFollower();
 
   // Follows `targets` from now on: a target as it was keeps its probes and
@@ -92,6 +98,11 @@ class ProgramFollower {
   Result<std::optional<FileId>> file_now(int pid, const FileId& fallback) const;
   // Whether every target has judged the record's file already.
   bool known_everywhere(const ProgramStart& start) const;
+  // The exec watch told: the names the targets' programs go by, and the
+  // record's file once every target has judged it.
+  void publish_names();
+  void publish_known(const ProgramStart& start);
+  size_t learned_names() const;
   void handle(const ProgramStart& start, Followed& followed, std::vector<uint32_t>& added);
   void attach_file(Followed& followed, const std::string& path, int pid, const FileId& file,
                    std::vector<uint32_t>& added);

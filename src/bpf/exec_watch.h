@@ -25,5 +25,37 @@ struct fl_exec_event {
 /* dev and ino name the text's file; without it the process maps no file at
  * its code (the lookup was refused, e.g. its mm was busy). */
 #define FL_EXEC_FILE_KNOWN 1u
+/* The exec's program stopped the process (--follow-hold): it stays stopped
+ * until user space releases it (fl_release) or its bound runs out. */
+#define FL_EXEC_HELD 2u
+
+/* Which execs are worth a record, decided in the kernel so that the execs
+ * of every other program cost no record and no wake-up.
+ *
+ * `exec_names`: a name a followed program may be exec'd by, as the first
+ * FL_EXEC_NAME_LEN - 1 bytes of a file name, NUL-padded (the kernel's comm is
+ * as long). An exec is looked at when its comm (the last part of the path
+ * the exec was asked for), its file's own name (after symlinks), or the
+ * last part of its script's interpreter path is one of them. Names cut
+ * short only let more execs through; user space still judges each exactly.
+ *
+ * `exec_known`: files (as fl_exec_event names them) every target has judged
+ * already, attached or not its program: their execs need no record. */
+#define FL_EXEC_NAME_LEN 16
+struct fl_exec_name {
+  char name[FL_EXEC_NAME_LEN];
+};
+
+struct fl_file_key {
+  __u64 dev;
+  __u64 ino;
+};
+
+/* fl_release's argument (a BPF_PROG_TYPE_SYSCALL program, run by user space):
+ * the process to let go of. */
+struct fl_release_args {
+  __u32 tgid;
+  __s32 result; /* set by the program: 0, or a negative errno */
+};
 
 #endif

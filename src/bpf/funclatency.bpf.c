@@ -721,8 +721,13 @@ int BPF_KPROBE(fl_exit) {
  * inside one, killed inside one): they can never return, and its shadow
  * stack goes with it. Each is counted lost here, as a frame a later call
  * shows abandoned is. */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(fl_thread_exit, struct task_struct* task) {
+SEC("raw_tp/sched_process_exit")
+int fl_thread_exit(void* ctx) {
+  /* The exiting thread is the current one. A raw tracepoint, not tp_btf: a
+   * tp_btf program makes libbpf read and parse the kernel's whole BTF
+   * (/sys/kernel/btf/vmlinux, ~5 MB: ~8 ms of every start here), which
+   * nothing else in this object needs without --cpu-split. */
+  struct task_struct* task = bpf_get_current_task_btf();
   struct fl_shadow_stack* stack = bpf_task_storage_get(&shadow_stacks, task, 0, 0);
   if (!stack || !stack->depth) return 0;
   stack->depth = unwind_below(stack->frames, FL_MAX_DEPTH, stack->depth, ~0ull);

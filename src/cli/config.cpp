@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -137,6 +138,30 @@ Result<void> take_spans(const CommandLine& v, Config& config) {
 Result<void> take_targets(const CommandLine& v, Config& config) {
   config.config_file = v.config_file;
   config.check_config = v.check_config;
+  if (v.follow_hold_ms > 0 && !v.follow && v.config_file.empty()) {
+    return bad_input("--follow-hold stops the processes that start a followed program",
+                     "add --follow (or --config FILE), or leave --follow-hold out");
+  }
+  config.follow_hold = std::chrono::milliseconds(v.follow_hold_ms);
+  if (!v.test_follow_delay.empty()) {
+    unsigned long long ms = 0, inode = 0;
+    int used = 0;
+    const char* text = v.test_follow_delay.c_str();
+    if (std::sscanf(text, "%llu%n", &ms, &used) != 1 || ms > 10000) {
+      return bad_input("--test-follow-delay " + v.test_follow_delay + ": not MS[:INODE]");
+    }
+    if (text[used] == ':') {
+      int more = 0;
+      if (std::sscanf(text + used + 1, "%llu%n", &inode, &more) != 1 ||
+          text[used + 1 + more] != '\0') {
+        return bad_input("--test-follow-delay " + v.test_follow_delay + ": not MS[:INODE]");
+      }
+      config.test_follow_delay_inode = inode;
+    } else if (text[used] != '\0') {
+      return bad_input("--test-follow-delay " + v.test_follow_delay + ": not MS[:INODE]");
+    }
+    config.test_follow_delay = std::chrono::milliseconds(ms);
+  }
   if (v.follow) {
     auto followed = follow_targets_of(v.targets, v.regex);
     if (!followed) return std::unexpected(followed.error());

@@ -57,8 +57,15 @@ struct Config {
   std::vector<FollowTarget> follow_targets;
   std::string config_file;  // --config: re-read on SIGHUP
   bool check_config = false;
-  std::vector<SpanSpec> spans;    // --span
+  std::vector<SpanSpec> spans;     // --span
   uint32_t span_capacity = 16384;  // --span-capacity: open spans the kernel holds at once
+  // --follow-hold: a process that starts a followed program not attached yet
+  // is stopped at its exec until its probes are in, this long at most.
+  std::chrono::milliseconds follow_hold{0};
+  // --test-follow-delay MS[:INODE] (hidden, the tests' only): each exec record
+  // of a file not judged yet (with INODE, that file's only) is judged MS late.
+  std::chrono::milliseconds test_follow_delay{0};
+  std::optional<uint64_t> test_follow_delay_inode;
 
   bool following() const { return !follow_targets.empty(); }
 };
@@ -92,6 +99,8 @@ struct CommandLine {
   bool check_config = false;
   std::vector<std::string> spans;
   uint32_t span_capacity = 16384;
+  uint32_t follow_hold_ms = 0;
+  std::string test_follow_delay;
 };
 
 // `targets_required`: false when the command line names a --config file,

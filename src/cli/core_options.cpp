@@ -113,6 +113,14 @@ void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
                "processes see it (/app/server), or an executable's name; every process on\n"
                "the host that runs it, now or started later, is traced (one probe set per\n"
                "file, shared by the containers of an image). Series by cgroup by default");
+  app.add_option("--follow-hold", v.follow_hold_ms,
+                 "With --follow/--config: stop a process that starts a followed program whose\n"
+                 "file has no probes yet, from its exec until they are in (its first call\n"
+                 "is timed), this many milliseconds at most; 0: never stop one")
+      ->check(CLI::Range(0u, 10000u))
+      ->capture_default_str();
+  // The tests' stand-in for a busy agent: no help line, no completion.
+  app.add_option("--test-follow-delay", v.test_follow_delay)->group("");
   app.add_option("--config", v.config_file,
                  "Run as a node agent from a YAML file of targets and exporters (see the man\n"
                  "page); SIGHUP re-reads it, keeping what did not change")

@@ -361,7 +361,7 @@ Result<Following> start_following(const Config& config, const LoadOptions& load,
                                   const Messages& messages) {
   Following following;
   if (!config.following()) return following;
-  auto watch = ExecWatch::start();
+  auto watch = ExecWatch::start(config.follow_hold);
   if (!watch) return std::unexpected(watch.error());
   AttachSettings settings =
       attach_settings(config, load, probes.method,
@@ -374,7 +374,8 @@ Result<Following> start_following(const Config& config, const LoadOptions& load,
   following.follower = std::make_unique<ProgramFollower>(
       std::move(*watch), *following.attacher, *probes.object, aggregator,
       [messages](const std::string& line) { messages.note(line); },
-      [messages](const std::string& line) { messages.detail(line); });
+      [messages](const std::string& line) { messages.detail(line); },
+      TestDelay{config.test_follow_delay, config.test_follow_delay_inode});
   following.targets = config.follow_targets;
   return following;
 }
@@ -415,6 +416,7 @@ std::function<void(Report&)> agent_status(const Following& following) {
           std::string(follow_failure_name(static_cast<FollowFailure>(i))), stats.failures[i]);
     }
     status.probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9;
+    status.kernel_memory_bytes = stats.kernel_memory_bytes;
     report.agent = std::move(status);
   };
 }
@@ -530,6 +532,18 @@ void print_banner(const Config& config, const TracingProbes& probes, const LateA
              stderr);
 }
 
+// What the BPF object loads with: the targets', the spans' and the cgroups'
+// settings (the cgroups' descriptors stay open for the whole run).
+LoadOptions run_load_options(const Config& config, const PlannedTargets& targets,
+                             const PlannedSpans& spans,
+                             const std::optional<Calibration>& calibration,
+                             const std::vector<UniqueFd>& cgroups) {
+  LoadOptions load = load_options(config, targets, calibration);
+  add_span_load_options(config, spans, load);
+  for (const auto& fd : cgroups) load.cgroup_fds.push_back(fd.get());
+  return load;
+}
+
 // The spans' start and end probes, on the object the functions' probes load.
 Result<SpanLinks> attach_spans(const Config& config, const PlannedSpans& spans,
                                const TracingProbes& probes, const Messages& messages) {
@@ -546,7 +560,7 @@ Result<SpanLinks> attach_spans(const Config& config, const PlannedSpans& spans,
 
 Result<void> run(const Config& config, const std::optional<AgentSettings>& agent_settings,
                  const PrometheusCliValues& prometheus_values, const OtlpCliValues& otlp_values,
-                 const PrivilegeCliValues& privilege_values) {
+                 const PrivilegeCliValues& privilege_values, UprobeWarmup& warmup) {
   const Messages messages{config.verbose};
   auto user = lookup_user(privilege_values);
   if (!user) return std::unexpected(user.error());
@@ -560,16 +574,13 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   if (!targets) return std::unexpected(targets.error());
   auto spans = plan_spans(config, resolver, planner);
   if (!spans) return std::unexpected(spans.error());
-  UprobeWarmup warmup;  // the kernel's first-uprobe wait, while we load (probe/uprobe_warmup.h)
   auto sinks = open_sinks(config, prometheus_values, otlp_values, messages);
   if (!sinks) return std::unexpected(sinks.error());
   auto calibration = measure_overhead(config, messages);
   if (!calibration) return std::unexpected(calibration.error());
   auto cgroups = open_cgroups(config);
   if (!cgroups) return std::unexpected(cgroups.error());
-  LoadOptions load = load_options(config, *targets, *calibration);
-  add_span_load_options(config, *spans, load);
-  for (const auto& fd : *cgroups) load.cgroup_fds.push_back(fd.get());
+  const LoadOptions load = run_load_options(config, *targets, *spans, *calibration, *cgroups);
   auto probes = attach(config, load, *targets, messages);
   if (!probes) return std::unexpected(probes.error());
   auto span_links = attach_spans(config, *spans, *probes, messages);
@@ -611,6 +622,26 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
 }  // namespace
 }  // namespace funclatency
 
+namespace funclatency {
+
+// Whether the command line asks to trace (and so to attach): not for help,
+// the version, a list, a calibration or a configuration check, which attach
+// nothing and would only pay the warm-up link's close on their way out. The
+// parser decides for real; this only lets the warm-up start before it.
+bool looks_like_tracing(int argc, char** argv) {
+  for (int i = 1; i < argc; i++) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--") break;
+    if (arg == "-h" || arg == "--help" || arg == "--version" || arg == "-l" || arg == "--list" ||
+        arg == "--calibrate" || arg == "--check-config") {
+      return false;
+    }
+  }
+  return argc > 1;
+}
+
+}  // namespace funclatency
+
 int main(int argc, char** argv) {
   using namespace funclatency;
   // Block the stop signals before any thread exists, so every thread
@@ -629,6 +660,8 @@ int main(int argc, char** argv) {
     return exit_code(run_calibration());
   }
 
+  std::optional<UprobeWarmup> warmup;
+  if (looks_like_tracing(argc, argv)) warmup.emplace();
   auto arguments = parse_command_line(argc, argv);
   if (!arguments) return arguments.error();
   CommandLine& values = arguments->core;
@@ -661,5 +694,10 @@ int main(int argc, char** argv) {
   [[maybe_unused]] auto open_files = raise_open_file_limit();  // best effort: a low soft limit
   std::optional<AgentSettings> agent_settings;
   if (agent) agent_settings = agent->settings;
-  return exit_code(run(*config, agent_settings, prometheus_values, otlp_values, privilege_values));
+  // The kernel's first-uprobe wait (probe/uprobe_warmup.h), begun before the
+  // command line is parsed when it looks like a tracing run, so that it runs
+  // while the targets are planned and the BPF object loads.
+  if (!warmup) warmup.emplace();
+  return exit_code(
+      run(*config, agent_settings, prometheus_values, otlp_values, privilege_values, *warmup));
 }

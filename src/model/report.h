@@ -171,6 +171,8 @@ struct AgentStatus {
   // The CPU time the probes cost the traced programs: calls (timed and
   // lost) times the calibrated probe cost of each function.
   double probe_cpu_seconds = 0;
+  // The kernel memory the agent's BPF maps lock now (tracing and exec watch).
+  uint64_t kernel_memory_bytes = 0;
 };
 
 struct Report {

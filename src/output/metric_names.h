@@ -56,6 +56,7 @@ inline constexpr std::string_view kAgentRingbufDropped = "funclatency_ringbuf_dr
 inline constexpr std::string_view kSeriesFolded = "funclatency_series_folded";
 inline constexpr std::string_view kSeriesExpired = "funclatency_series_expired";
 inline constexpr std::string_view kProbeCpuSeconds = "funclatency_probe_cpu_seconds";
+inline constexpr std::string_view kKernelMemory = "funclatency_kernel_memory_bytes";
 // The OTLP exporter's own health (OTLP only: Prometheus scrapes, it has no
 // failed exports).
 inline constexpr std::string_view kOtlpFailedExports = "funclatency_otlp_failed_exports";

@@ -108,6 +108,13 @@ void add_call_metrics(const Report& report, std::vector<SelfMetric>& metrics) {
   cpu.openmetrics_unit = "seconds";
   cpu.integral = false;
   metrics.push_back(std::move(cpu));
+
+  SelfMetric memory = unlabelled(kKernelMemory, names::kKernelMemory, kGauge,
+                                 "Kernel memory the agent's BPF maps lock now (the tracing "
+                                 "object's and the exec watch's), charged to its memory cgroup.",
+                                 "By", count(agent.kernel_memory_bytes));
+  memory.openmetrics_unit = "bytes";
+  metrics.push_back(std::move(memory));
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ enum class SelfMetricId {
   kSeriesFolded,
   kSeriesExpired,
   kProbeCpuSeconds,
+  kKernelMemory,
 };
 
 struct SelfMetricSample {

@@ -286,9 +286,13 @@ Result<void> BpfObject::set_mode(uint32_t fn_id, uint32_t mode, uint32_t slot) {
 }
 
 uint64_t BpfObject::locked_memory() const {
+  return locked_memory_of(skeleton_->obj);
+}
+
+uint64_t locked_memory_of(bpf_object* object) {
   uint64_t total = 0;
   bpf_map* map = nullptr;
-  bpf_object__for_each_map(map, skeleton_->obj) {
+  bpf_object__for_each_map(map, object) {
     const int fd = bpf_map__fd(map);
     if (fd < 0) continue;
     std::ifstream fdinfo(fmt::format("/proc/self/fdinfo/{}", fd));

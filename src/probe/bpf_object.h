@@ -12,6 +12,7 @@
 struct funclatency_bpf;
 struct fl_fn_config;
 struct bpf_program;
+struct bpf_object;
 
 namespace funclatency {
 
@@ -160,5 +161,9 @@ class BpfObject {
   funclatency_bpf* skeleton_;
   LoadOptions options_;
 };
+
+// The kernel memory `object`'s maps lock (fdinfo memlock), in bytes: the
+// tracing object's and the exec watch's.
+uint64_t locked_memory_of(bpf_object* object);
 
 }  // namespace funclatency

@@ -1,15 +1,22 @@
 // Following programs into containers (--follow, --config): which processes
-// start a program, seen in the kernel at exec, and which run one already.
-// Each comes with the file its code is mapped from, named as the kernel
-// names it: the device and inode of the image layer's file, so the
-// containers of one image share one name however many overlay mounts show
-// it. RAII: the object, the tracepoint link and the ring go together.
+// start a program a target may follow, seen in the kernel at exec, and which
+// run one already. Each comes with the file its code is mapped from, named
+// as the kernel names it: the device and inode of the image layer's file, so
+// the containers of one image share one name however many overlay mounts
+// show it. The kernel sends a record only for an exec whose name is one the
+// follower gave (set_names) and whose file it has not judged yet (know):
+// every other exec on the host costs no record and no wake-up.
+// RAII: the object, the tracepoint link and the ring go together; a process
+// held at its exec (--follow-hold) is let go at the latest when the watch is.
 #pragma once
 
+#include <chrono>
 #include <compare>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "common/error.h"
@@ -32,14 +39,17 @@ struct ProgramStart {
   int pid = 0;
   std::optional<FileId> file;  // unknown when the kernel could not look (rare)
   uint64_t cgroup_id = 0;      // 0 for processes found running
+  bool held = false;           // stopped at its exec until release() (--follow-hold)
 };
 
 class ExecWatch {
  public:
   // Loads the watch and attaches it to sched_process_exec: from here on,
-  // every exec on the host is noted.
-  static Result<std::unique_ptr<ExecWatch>> start();
-  ~ExecWatch() = default;
+  // every exec of a program named by set_names() is noted. With `hold` (not
+  // zero), such an exec of a file not known() stops its process until
+  // release(pid), or `hold` at most.
+  static Result<std::unique_ptr<ExecWatch>> start(std::chrono::nanoseconds hold = {});
+  ~ExecWatch();
   ExecWatch(const ExecWatch&) = delete;
   ExecWatch& operator=(const ExecWatch&) = delete;
 
@@ -56,9 +66,27 @@ class ExecWatch {
   Result<std::optional<FileId>> file_of(int pid) const;
   // Execs the ring had no room for since the start.
   uint64_t dropped() const;
+  // Execs the kernel sent no record for (exec_watch.h: no name matched, or
+  // every target knew the file) since the start.
+  uint64_t skipped() const;
+
+  // The names an exec of a followed program may go by (exec_watch.h says
+  // which of an exec's names are compared): from now on these only.
+  Result<void> set_names(const std::set<std::string>& names);
+  // A file every target has judged: its execs need no record from now on.
+  Result<void> know(const FileId& file);
+  // Every file known() so far is to be judged again (the targets changed).
+  void forget_known();
+  // Lets a held process go (it is not held, or gone: nothing happens).
+  void release(int pid);
+  // The BPF maps' locked kernel memory (memlock in fdinfo), in bytes.
+  uint64_t locked_memory() const;
 
  private:
   ExecWatch() = default;
+  // With --follow-hold: a process of its own that lets the held processes go
+  // at their bound, this one alive or not (guard_held in exec_watch.cpp).
+  Result<void> start_guard(std::chrono::nanoseconds hold);
   static int on_record(void* context, void* data, size_t size);
   // The task iterator's records: every process, or only `pid` (not 0).
   Result<std::vector<ProgramStart>> scan(int pid) const;
@@ -68,6 +96,8 @@ class ExecWatch {
   std::unique_ptr<bpf_link, int (*)(bpf_link*)> link_{nullptr, nullptr};
   std::unique_ptr<ring_buffer, void (*)(ring_buffer*)> ring_{nullptr, nullptr};
   std::vector<ProgramStart> drained_;
+  std::set<std::string> names_;
+  int guard_pipe_ = -1;  // its closing (our end) tells the guard we are gone
 };
 
 }  // namespace funclatency

@@ -1,7 +1,8 @@
-// The exec watch (probe/exec_watch.h) hears every exec on the host from the
-// kernel, with the file the new program's code is mapped from, and its task
-// iterator lists the processes already running: this test process among them,
-// named by the same file as stat() names its executable.
+// The exec watch (probe/exec_watch.h) hears from the kernel the execs by a
+// name it was given, with the file the new program's code is mapped from, and
+// nothing of the others nor of a file it was told is known; its task iterator
+// lists the processes already running: this test process among them, named
+// by the same file as stat() names its executable.
 #include "probe/exec_watch.h"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,21 @@ FileId kernel_file_id(const char* path) {
           status.st_ino};
 }
 
+// Whether the watch hears process `pid` within a second.
+bool heard(ExecWatch& watch, int pid, ProgramStart* found = nullptr) {
+  for (int round = 0; round < 100; round++) {
+    auto drained = watch.drain();
+    if (!drained) return false;
+    for (const auto& start : *drained) {
+      if (start.pid != pid) continue;
+      if (found) *found = start;
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 int spawn_and_wait(const char* program) {
   pid_t pid = 0;
   char* const argv[] = {const_cast<char*>(program), nullptr};
@@ -43,25 +59,64 @@ TEST(ExecWatch, HearsAnExecWithTheFileOfItsCode) {
   FL_SKIP_WITHOUT_BPF();
   auto watch = ExecWatch::start();
   ASSERT_TRUE(watch) << watch.error().message();
+  ASSERT_TRUE((*watch)->set_names({"true"}));
   const int pid = spawn_and_wait("/bin/true");
   ASSERT_GT(pid, 0);
-  std::vector<ProgramStart> heard;
-  for (int round = 0; round < 100; round++) {
-    auto drained = (*watch)->drain();
-    ASSERT_TRUE(drained) << drained.error().message();
-    heard.insert(heard.end(), drained->begin(), drained->end());
-    if (std::any_of(heard.begin(), heard.end(), [&](const auto& s) { return s.pid == pid; })) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  auto start =
-      std::find_if(heard.begin(), heard.end(), [&](const auto& s) { return s.pid == pid; });
-  ASSERT_NE(start, heard.end()) << "exec of /bin/true (pid " << pid << ") not heard";
-  ASSERT_TRUE(start->file.has_value());
-  EXPECT_EQ(*start->file, kernel_file_id("/bin/true"));
-  EXPECT_NE(start->cgroup_id, 0u);
+  ProgramStart start;
+  ASSERT_TRUE(heard(**watch, pid, &start)) << "exec of /bin/true (pid " << pid << ") not heard";
+  ASSERT_TRUE(start.file.has_value());
+  EXPECT_EQ(*start.file, kernel_file_id("/bin/true"));
+  EXPECT_NE(start.cgroup_id, 0u);
+  EXPECT_FALSE(start.held);
   EXPECT_EQ((*watch)->dropped(), 0u);
+}
+
+TEST(ExecWatch, HearsNothingOfOtherNamesNorOfKnownFiles) {
+  FL_SKIP_WITHOUT_BPF();
+  auto watch = ExecWatch::start();
+  ASSERT_TRUE(watch) << watch.error().message();
+  ASSERT_TRUE((*watch)->set_names({"false"}));
+  const uint64_t skipped = (*watch)->skipped();
+  const int other = spawn_and_wait("/bin/true");
+  EXPECT_FALSE(heard(**watch, other)) << "no name of /bin/true was given";
+  EXPECT_GT((*watch)->skipped(), skipped);
+  // Named again, then known: not heard either.
+  ASSERT_TRUE((*watch)->set_names({"true"}));
+  ASSERT_TRUE((*watch)->know(kernel_file_id("/bin/true")));
+  EXPECT_FALSE(heard(**watch, spawn_and_wait("/bin/true"))) << "a known file";
+  (*watch)->forget_known();
+  EXPECT_TRUE(heard(**watch, spawn_and_wait("/bin/true")));
+}
+
+// --follow-hold: the exec stops the process until release(), and the guard
+// process lets it go at the bound when nobody does.
+TEST(ExecWatch, HoldsAProcessUntilReleasedOrItsBound) {
+  FL_SKIP_WITHOUT_BPF();
+  auto watch = ExecWatch::start(std::chrono::milliseconds(300));
+  ASSERT_TRUE(watch) << watch.error().message();
+  ASSERT_TRUE((*watch)->set_names({"true"}));
+  for (const bool released : {true, false}) {
+    pid_t pid = 0;
+    char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    const auto spawned = std::chrono::steady_clock::now();
+    ASSERT_EQ(posix_spawn(&pid, "/bin/true", nullptr, nullptr, argv, environ), 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, WUNTRACED), pid);
+    ASSERT_TRUE(WIFSTOPPED(status)) << "not held: status " << status;
+    ProgramStart start;
+    ASSERT_TRUE(heard(**watch, pid, &start));
+    EXPECT_TRUE(start.held);
+    if (released) (*watch)->release(pid);
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    const auto held = std::chrono::steady_clock::now() - spawned;
+    if (released) {
+      EXPECT_LT(held, std::chrono::milliseconds(250)) << "released, not let go at the bound";
+    } else {
+      EXPECT_GE(held, std::chrono::milliseconds(290)) << "let go before the bound";
+      EXPECT_LT(held, std::chrono::seconds(5));
+    }
+  }
 }
 
 TEST(ExecWatch, ListsTheProcessesRunningNow) {

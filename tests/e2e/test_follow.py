@@ -281,19 +281,21 @@ def test_a_program_exec_d_by_a_wrapper_is_attached_once_by_its_own_file(
     own exec record finds it attached; keyed by the shell's file, the program
     got its probes a second time (files_attached 2, seen once in CI when a
     scan caught a forked child before its exec). The agent is made busy by
-    FUNCLATENCY_TEST_FOLLOW_DELAY_MS: it judges the shell's exec record
-    (FUNCLATENCY_TEST_FOLLOW_DELAY_INODE) 3 s after reading it, and says so;
-    the shell execs the program once the agent holds its record."""
+    the hidden --test-follow-delay MS:INODE: it judges the shell's exec
+    record 3 s after reading it, and says so; the shell execs the program
+    once the agent holds its record. The shell is a copy named as the
+    program (in another folder), so the kernel sends its exec record: the
+    exec watch lets through only execs by a followed program's name."""
     program = tmp_path / "app-wrapped"
     shutil.copy2(target_app, program)
-    shell = tmp_path / "entrypoint-sh"  # a file the agent has not judged yet
+    (tmp_path / "bin").mkdir()
+    shell = tmp_path / "bin" / "app-wrapped"  # a file the agent has not judged yet
     shutil.copy2(os.path.realpath("/bin/sh"), shell)
     # Only the shell's records wait: the other tests' programs, exec'd
     # beside this one, would each wait their turn too (past a minute with
     # three pytest workers).
-    env = dict(os.environ, FUNCLATENCY_TEST_FOLLOW_DELAY_MS="3000",
-               FUNCLATENCY_TEST_FOLLOW_DELAY_INODE=str(os.stat(shell).st_ino))
-    agent = procs.spawn([tool, "--follow", "--json", "-i", "1", f"{program}:slow_op"], env=env)
+    agent = procs.spawn([tool, "--follow", "--json", "-i", "1",
+                         f"--test-follow-delay=3000:{os.stat(shell).st_ino}", f"{program}:slow_op"])
     agent.wait_for_line("stderr", r"^Following ", AGENT_START_TIMEOUT)
     time.sleep(2)  # the start's own records read
     go = tmp_path / "go"

@@ -161,5 +161,30 @@ TEST(FinishConfig, FollowAndConfigRefuseWhatContradictsThem) {
   EXPECT_NE(refused.error().message().find("no TARGET"), std::string::npos);
 }
 
+TEST(FinishConfig, FollowHoldAndTheTestDelay) {
+  CommandLine values;
+  values.targets = {"/app/server:handle"};
+  values.follow_hold_ms = 250;
+  auto alone = finish_config(values);
+  ASSERT_FALSE(alone);
+  EXPECT_NE(alone.error().message().find("--follow-hold"), std::string::npos);
+  values.follow = true;
+  values.test_follow_delay = "3000:1234";
+  auto config = finish_config(values);
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->follow_hold, std::chrono::milliseconds(250));
+  EXPECT_EQ(config->test_follow_delay, std::chrono::milliseconds(3000));
+  EXPECT_EQ(config->test_follow_delay_inode, std::optional<uint64_t>(1234));
+  values.test_follow_delay = "200";
+  config = finish_config(values);
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_EQ(config->test_follow_delay, std::chrono::milliseconds(200));
+  EXPECT_FALSE(config->test_follow_delay_inode);
+  for (const char* bad : {"x", "3000:", "3000:12x", "99999", "-1"}) {
+    values.test_follow_delay = bad;
+    EXPECT_FALSE(finish_config(values)) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace funclatency

@@ -45,16 +45,16 @@ inline Report agent_report() {
   report.ringbuf_dropped_total = 2;
   report.series_folded = 5;
   report.series_expired = 8;
-  report.agent = AgentStatus{.config_last_reload_successful = false,
-                             .config_reload_failures = 4,
-                             .functions_attached = 2,
-                             .files_attached = 3,
-                             .processes_seen = 1234,
-                             .exec_dropped = 6,
-                             .attach_failures = {{"no_function", 7},
-                                                 {"no_room", 0},
-                                                 {"kernel_refused", 1}},
-                             .probe_cpu_seconds = 0.125};
+  report.agent =
+      AgentStatus{.config_last_reload_successful = false,
+                  .config_reload_failures = 4,
+                  .functions_attached = 2,
+                  .files_attached = 3,
+                  .processes_seen = 1234,
+                  .exec_dropped = 6,
+                  .attach_failures = {{"no_function", 7}, {"no_room", 0}, {"kernel_refused", 1}},
+                  .probe_cpu_seconds = 0.125,
+                  .kernel_memory_bytes = 4096};
   return report;
 }
 

@@ -48,6 +48,7 @@ TEST(SelfMetrics, EveryFieldUnderItsDocumentedName) {
       {"funclatency_series_folded", kCounter, 5},
       {"funclatency_series_expired", kCounter, 8},
       {"funclatency_probe_cpu_seconds", kCounter, 0.125},
+      {"funclatency_kernel_memory_bytes", kGauge, 4096},
   };
   for (const auto& [name, kind, value] : unlabelled) {
     const SelfMetric& metric = metric_named(metrics, name);

@@ -41,7 +41,8 @@ TEST(OtlpConvertAgent, SelfMetricsAreSumsAndGauges) {
     const std::pair<const char*, int64_t> gauges[] = {
         {"funclatency_config_last_reload_successful", 0},
         {"funclatency_attached_functions", 2},
-        {"funclatency_attached_files", 3}};
+        {"funclatency_attached_files", 3},
+        {"funclatency_kernel_memory_bytes", 4096}};
     for (const auto& [name, value] : gauges) {
       ASSERT_TRUE(metrics.contains(name)) << name;
       const auto& gauge = metrics[name]->gauge();

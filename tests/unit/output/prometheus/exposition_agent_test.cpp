@@ -40,6 +40,7 @@ const char* const kSelfSamples[] = {
     "funclatency_series_folded_total 5",
     "funclatency_series_expired_total 8",
     "funclatency_probe_cpu_seconds_total 0.125",
+    "funclatency_kernel_memory_bytes 4096",
 };
 
 TEST(ExpositionAgent, SelfMetricsUnprefixedInBothFormats) {
