@@ -101,8 +101,11 @@ TEST(BasicAuth, AnUnknownUserTakesAsLongAsAWrongPassword) {
   std::printf("median to a refusal: known user %.4f s, unknown user %.4f s\n", known_median,
               unknown_median);
   EXPECT_GT(known_median, 0.002);
-  EXPECT_GT(unknown_median, known_median * 0.5) << known_median << " vs " << unknown_median;
-  EXPECT_LT(unknown_median, known_median * 2.0) << known_median << " vs " << unknown_median;
+  // An unknown user refused without a bcrypt check would take microseconds,
+  // a thousandth of a known one's; a factor of 4 either way leaves room for
+  // the load of a parallel test run (other tests' CPUs, seen at 0.47x).
+  EXPECT_GT(unknown_median, known_median * 0.25) << known_median << " vs " << unknown_median;
+  EXPECT_LT(unknown_median, known_median * 4.0) << known_median << " vs " << unknown_median;
 }
 
 TEST(BasicAuth, APasswordGuesserAtFullSpeedDoesNotLockOutANewScraper) {
