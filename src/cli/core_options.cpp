@@ -90,24 +90,8 @@ void add_span_options(CLI::App& app, CommandLine& v) {
       ->capture_default_str();
 }
 
-}  // namespace
-
-void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
-  // The project version from CMake, and the git revision of a checkout build.
-  // main() prints it and exits 0 when CLI11 reports it (CLI::CallForVersion).
-  app.set_version_flag("--version", "funclatency " FUNCLATENCY_VERSION_TEXT,
-                       "Print the version (and the git revision it was built from) and exit");
-  app.add_flag("--calibrate", v.calibrate,
-               "Measure what the probes add to a duration on this machine, print it, and exit\n"
-               "(alone: funclatency --calibrate)");
-  app.add_flag("--subtract-overhead", v.subtract_overhead,
-               "Calibrate first, then take the probes' own cost off every duration");
-  auto* target =
-      app.add_option("TARGET", v.targets,
-                     "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
-                     "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.\n"
-                     "With --follow: PROGRAM:FUNCTION, PROGRAM as containers see it");
-  target->required(targets_required);
+// Following programs into containers, and the node agent's --config.
+void add_agent_options(CLI::App& app, CommandLine& v) {
   app.add_flag("--follow", v.follow,
                "Follow each TARGET's program into every container: PROGRAM is a path as the\n"
                "processes see it (/app/server), or an executable's name; every process on\n"
@@ -127,6 +111,27 @@ void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
       ->type_name("FILE");
   app.add_flag("--check-config", v.check_config,
                "With --config: check the file, say what it follows, and exit (0: valid)");
+}
+
+}  // namespace
+
+void add_core_options(CLI::App& app, CommandLine& v, bool targets_required) {
+  // The project version from CMake, and the git revision of a checkout build.
+  // main() prints it and exits 0 when CLI11 reports it (CLI::CallForVersion).
+  app.set_version_flag("--version", "funclatency " FUNCLATENCY_VERSION_TEXT,
+                       "Print the version (and the git revision it was built from) and exit");
+  app.add_flag("--calibrate", v.calibrate,
+               "Measure what the probes add to a duration on this machine, print it, and exit\n"
+               "(alone: funclatency --calibrate)");
+  app.add_flag("--subtract-overhead", v.subtract_overhead,
+               "Calibrate first, then take the probes' own cost off every duration");
+  auto* target =
+      app.add_option("TARGET", v.targets,
+                     "BINARY:FUNCTION, lib:FUNCTION, or :FUNCTION with -p. BINARY is a path or a\n"
+                     "program on PATH; FUNCTION may be a glob (*, ?) or, with -r, a regex.\n"
+                     "With --follow: PROGRAM:FUNCTION, PROGRAM as containers see it");
+  target->required(targets_required);
+  add_agent_options(app, v);
   app.add_option("-p,--pid", v.pid, "Trace only this process; exit when it exits")
       ->check(CLI::PositiveNumber);
   app.add_option("-i,--interval", v.interval_s, "Print a histogram every SECS seconds")

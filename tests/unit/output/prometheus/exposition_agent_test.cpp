@@ -72,8 +72,8 @@ TEST(ExpositionAgent, MetadataNamesTheSampleInTextAndTheFamilyInOpenMetrics) {
       helps += line.starts_with("# HELP funclatency_");
       types += line.starts_with("# TYPE funclatency_");
     }
-    EXPECT_EQ(helps, 12u);
-    EXPECT_EQ(types, 12u);
+    EXPECT_EQ(helps, 13u);
+    EXPECT_EQ(types, 13u);
   }
 }
 
