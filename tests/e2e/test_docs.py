@@ -85,6 +85,7 @@ def words(text: str) -> set:
         line = re.sub(r"/[\w.+@:-]*(?:/[\w.+@:-]*)*", " ", line)
         line = re.sub(r"\b(?:0x)?[0-9a-f]{6,}\b", " ", line)  # ids, addresses
         line = re.sub(r"\b\d+(?:\.\d+)?e[-+]?\d+\b", " ", line)  # 1.1e-22
+        line = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z?", " ", line)  # a time
         for word in re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", line):
             word = word.strip("-")
             if not word or word in UNITS:
@@ -238,6 +239,9 @@ def test_shape_check_catches_a_renamed_field():
     with pytest.raises(AssertionError, match="p95"):
         assert_same_shape("funclatency", shown, real, "here")
     assert_same_shape("funclatency", shown, shown.replace("1.0ms", "870.2us"), "here")
+    # A record's time is a value, whatever hour the page was written at.
+    assert_same_shape("funclatency", '{"time":"2026-12-04T23:00:11.6Z"}',
+                      '{"time":"2026-12-05T00:01:02.3Z"}', "here")
 
 
 # A line that runs funclatency: env assignments, sudo, a path may come first.
