@@ -48,35 +48,22 @@ void clear_split(std::optional<CpuSplit>& split) {
   split->blocked.clear();
 }
 
-// Adds the calls between two reads of cumulative kernel totals.
+// One read of a function's cumulative kernel totals, as a histogram.
+LatencyHistogram as_histogram(const KernelTotals& totals, uint64_t unit_ns) {
+  LatencyHistogram histogram(unit_ns);
+  histogram.add_counts(totals.buckets, totals.count, totals.sum_ns, totals.min_ns, totals.max_ns);
+  return histogram;
+}
+
+// Adds the calls between two reads of cumulative kernel totals. Only
+// cumulative min/max exist in the kernel: since_with_bounds() keeps those
+// that moved and bounds the others by the interval's buckets.
 void add_kernel_delta(LatencyHistogram& interval, const KernelTotals& before,
                       const KernelTotals& now) {
-  std::array<uint64_t, LatencyHistogram::kNumBuckets> delta{};
-  for (size_t i = 0; i < delta.size(); i++) delta[i] = now.buckets[i] - before.buckets[i];
-  uint64_t calls = now.count - before.count;
-  // Only cumulative min/max exist in the kernel; they belong to this
-  // interval when they moved during it. Otherwise the interval's own extremes
-  // are bounded by its lowest and highest non-empty buckets.
-  uint64_t min_ns = now.min_ns != before.min_ns ? now.min_ns : 0;
-  uint64_t max_ns = now.max_ns != before.max_ns ? now.max_ns : 0;
-  uint64_t unit = interval.unit_ns();
-  if (min_ns == 0 || max_ns == 0) {
-    auto first = std::find_if(delta.begin(), delta.end(), [](uint64_t c) { return c != 0; });
-    auto last = std::find_if(delta.rbegin(), delta.rend(), [](uint64_t c) { return c != 0; });
-    if (first != delta.end()) {
-      auto first_bucket = static_cast<uint32_t>(first - delta.begin());
-      auto last_bucket = static_cast<uint32_t>(delta.rend() - last - 1);
-      if (min_ns == 0)
-        min_ns = std::max<uint64_t>(now.min_ns, LatencyHistogram::bucket_low(first_bucket) * unit);
-      if (max_ns == 0) {
-        uint64_t high = last_bucket + 1 < LatencyHistogram::kNumBuckets
-                            ? LatencyHistogram::bucket_low(last_bucket + 1) * unit - 1
-                            : now.max_ns;
-        max_ns = std::min<uint64_t>(now.max_ns, high);
-      }
-    }
-  }
-  interval.add_counts(delta, calls, now.sum_ns - before.sum_ns, min_ns, max_ns);
+  const uint64_t unit = interval.unit_ns();
+  std::optional<LatencyHistogram> delta =
+      as_histogram(now, unit).since_with_bounds(as_histogram(before, unit));
+  if (delta) interval.merge(*delta);
 }
 
 }  // namespace

@@ -82,6 +82,31 @@ std::optional<LatencyHistogram> LatencyHistogram::since(const LatencyHistogram& 
   return difference;
 }
 
+std::optional<LatencyHistogram> LatencyHistogram::since_with_bounds(
+    const LatencyHistogram& earlier) const {
+  std::optional<LatencyHistogram> difference = since(earlier);
+  if (!difference || difference->count_ == 0) return difference;
+  const auto buckets = difference->buckets();
+  auto nonzero = [](uint64_t c) { return c != 0; };
+  auto first = std::find_if(buckets.begin(), buckets.end(), nonzero);
+  auto last = std::find_if(buckets.rbegin(), buckets.rend(), nonzero);
+  if (min_ns_ != earlier.min_ns_) {
+    difference->min_ns_ = min_ns_;
+  } else if (first != buckets.end()) {
+    auto first_bucket = static_cast<uint32_t>(first - buckets.begin());
+    difference->min_ns_ = std::max(known_min_ns().value_or(0), bucket_low(first_bucket) * unit_ns_);
+  }
+  if (max_ns_ != earlier.max_ns_) {
+    difference->max_ns_ = max_ns_;
+  } else if (first != buckets.end()) {
+    auto last_bucket = static_cast<uint32_t>(buckets.rend() - last - 1);
+    uint64_t high =
+        last_bucket + 1 < kNumBuckets ? bucket_low(last_bucket + 1) * unit_ns_ - 1 : max_ns_;
+    difference->max_ns_ = std::min(max_ns_, high);
+  }
+  return difference;
+}
+
 void LatencyHistogram::clear() {
   *this = LatencyHistogram(unit_ns_);
 }
