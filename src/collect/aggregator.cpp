@@ -394,23 +394,24 @@ std::vector<FunctionReport> Aggregator::visible(
   return shown;
 }
 
-Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
+Report Aggregator::merged_report(Report::Kind kind, std::chrono::system_clock::time_point now,
+                                 std::vector<FunctionReport>& reports,
+                                 std::vector<RemoveState>& removed_states) {
+  fill_modes(reports);
   Report report;
-  report.kind = Report::Kind::kInterval;
+  report.kind = kind;
   report.run_start = run_start_;
   report.interval_start = interval_start_;
   report.time = now;
-  std::vector<FunctionReport> all = reports_;
-  fill_modes(all);
-  for (auto& function : all) {
+  for (auto& function : reports) {
     function.total.merge(function.interval);
     merge_split(function.total_split, function.interval_split);
     merge_self(function.total_self, function.interval_self);
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
-  report.functions = visible(all, true, live_removed_);
-  advance_removal(live_removed_);
+  report.functions = visible(reports, true, removed_states);
+  advance_removal(removed_states);
   drop_ended_series();
   report.series_folded = folded_ + kernel_folded_;
   report.series_expired = expired_;
@@ -418,26 +419,13 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
   return report;
 }
 
+Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
+  std::vector<FunctionReport> all = reports_;
+  return merged_report(Report::Kind::kInterval, now, all, live_removed_);
+}
+
 Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::time_point now) {
-  fill_modes(reports_);
-  Report report;
-  report.kind = kind;
-  report.run_start = run_start_;
-  report.interval_start = interval_start_;
-  report.time = now;
-  for (auto& function : reports_) {
-    function.total.merge(function.interval);
-    merge_split(function.total_split, function.interval_split);
-    merge_self(function.total_self, function.interval_self);
-    function.total_lost += function.interval_lost;
-    report.ringbuf_dropped_total += function.total_lost.ringbuf;
-  }
-  report.functions = visible(reports_, true, removed_);
-  advance_removal(removed_);
-  drop_ended_series();
-  report.series_folded = folded_ + kernel_folded_;
-  report.series_expired = expired_;
-  report.probe_cpu_ns = probe_cpu_ns_;
+  Report report = merged_report(kind, now, reports_, removed_);
   for (auto& function : reports_) {
     function.interval.clear();
     clear_split(function.interval_split);
