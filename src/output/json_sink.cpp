@@ -9,6 +9,7 @@
 
 #include "model/json_record.h"
 #include "output/json_convert.h"
+#include "output/wall_time.h"
 
 namespace funclatency {
 namespace {
@@ -103,10 +104,8 @@ nlohmann::json slow_call_report_to_json(const SlowCallReport& slow) {
 }
 
 std::string format_rfc3339(std::chrono::system_clock::time_point time) {
-  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch());
-  auto seconds = std::chrono::floor<std::chrono::seconds>(micros);
-  auto utc = fmt::gmtime(static_cast<std::time_t>(seconds.count()));
-  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z", utc, (micros - seconds).count());
+  const auto [seconds, micros] = split_micros(time);
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z", fmt::gmtime(seconds), micros);
 }
 
 nlohmann::json function_to_json(const Report& report, const FunctionReport& function) {
