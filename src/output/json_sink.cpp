@@ -7,6 +7,7 @@
 
 #include <utility>
 
+#include "common/names_table.h"
 #include "model/json_record.h"
 #include "output/json_convert.h"
 #include "output/wall_time.h"
@@ -16,17 +17,10 @@ namespace {
 
 namespace field = json_record;
 
-const char* mode_name(AggregationMode mode) {
-  switch (mode) {
-    case AggregationMode::kEvents:
-      return "events";
-    case AggregationMode::kKernel:
-      return "kernel";
-    case AggregationMode::kMixed:
-      break;
-  }
-  return "mixed";
-}
+constexpr NamedValue<AggregationMode> kModeNames[] = {{AggregationMode::kEvents, "events"},
+                                                      {AggregationMode::kKernel, "kernel"},
+                                                      {AggregationMode::kMixed, "mixed"}};
+static_assert(names_every_value(kModeNames, AggregationMode::kMixed));
 
 // A histogram's fields; the wall histogram's sit in the record itself, each
 // --cpu-split part's and the --self histogram in an object of its own.
@@ -117,7 +111,7 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
       {field::kTime, format_rfc3339(report.time)},
       {field::kSymbol, function.symbol},
       {field::kBinary, function.binary},
-      {field::kMode, mode_name(function.mode)},
+      {field::kMode, name_in(kModeNames, function.mode)},
       {field::kLost, lost.total()},
       {field::kLostUnreturned, lost.unreturned},
       {field::kLostDepth, lost.depth},

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/names_table.h"
 #include "common/utf8.h"
 #include "output/self_metrics.h"
 
@@ -409,17 +410,10 @@ void add_self_metrics(metrics_pb::ScopeMetrics* scope, const Report& report, uin
 }  // namespace
 
 std::string unit_symbol(uint64_t unit_ns) {
-  switch (unit_ns) {
-    case 1:
-      return "ns";
-    case 1000:
-      return "us";
-    case 1000000:
-      return "ms";
-    case 1000000000:
-      return "s";
-  }
-  return std::to_string(unit_ns) + "ns";
+  constexpr NamedValue<uint64_t> kSymbols[] = {
+      {1, "ns"}, {1000, "us"}, {1000000, "ms"}, {1000000000, "s"}};
+  const std::string_view symbol = name_in(kSymbols, unit_ns);
+  return symbol.empty() ? std::to_string(unit_ns) + "ns" : std::string(symbol);
 }
 
 std::string exponential_metric_name(uint64_t unit_ns, std::string_view explicit_name) {

@@ -71,10 +71,7 @@ Result<std::chrono::milliseconds> parse_millis(const std::string& text, std::str
 }
 
 Result<OtlpProtocol> parse_protocol(const std::string& text, std::string_view source) {
-  auto value = lower(text);
-  if (value == "http/protobuf") return OtlpProtocol::kHttpProtobuf;
-  if (value == "http/json") return OtlpProtocol::kHttpJson;
-  if (value == "grpc") return OtlpProtocol::kGrpc;
+  if (auto protocol = value_in(kOtlpProtocolNames, lower(text))) return *protocol;
   return bad_input(std::string(source) + ": unknown protocol \"" + text + "\"",
                    "use http/protobuf, http/json or grpc");
 }
@@ -235,15 +232,7 @@ EnvironmentMap current_environment() {
 }
 
 std::string_view to_string(OtlpProtocol protocol) {
-  switch (protocol) {
-    case OtlpProtocol::kHttpProtobuf:
-      return "http/protobuf";
-    case OtlpProtocol::kHttpJson:
-      return "http/json";
-    case OtlpProtocol::kGrpc:
-      return "grpc";
-  }
-  return "?";
+  return name_in(kOtlpProtocolNames, protocol, "?");
 }
 
 Result<OtlpKeyValues> parse_otel_key_values(std::string_view text, std::string_view source) {
