@@ -259,6 +259,14 @@ metrics_pb::NumberDataPoint* add_count_point(metrics_pb::Sum* sum, uint64_t star
   return point;
 }
 
+// Whether any function of `report` has what `of` picks (an optional part:
+// --cpu-split and --self histograms exist only for the functions that ask).
+template <typename Of>
+bool any_function_has(const Report& report, const Of& of) {
+  return std::ranges::any_of(
+      report.functions, [&](const FunctionReport& function) { return of(function).has_value(); });
+}
+
 // --cpu-split: where the latency went, one histogram per part. Nothing when
 // no function has a split.
 void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report,
@@ -267,10 +275,7 @@ void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report
   auto split_of = [&](const FunctionReport& function) -> const std::optional<CpuSplit>& {
     return delta ? function.interval_split : function.total_split;
   };
-  if (!std::ranges::any_of(report.functions,
-                           [&](const auto& f) { return split_of(f).has_value(); })) {
-    return;
-  }
+  if (!any_function_has(report, split_of)) return;
   const std::tuple<std::string_view, const char*, LatencyHistogram CpuSplit::*> parts[] = {
       {kOncpuMetricName, "Time calls to a traced function spent running on a CPU",
        &CpuSplit::oncpu},
@@ -300,10 +305,7 @@ void add_self_time_metric(metrics_pb::ScopeMetrics* scope, const Report& report,
   auto self_of = [&](const FunctionReport& function) -> const std::optional<LatencyHistogram>& {
     return delta ? function.interval_self : function.total_self;
   };
-  if (!std::ranges::any_of(report.functions,
-                           [&](const auto& f) { return self_of(f).has_value(); })) {
-    return;
-  }
+  if (!any_function_has(report, self_of)) return;
   add_latency_metric(
       scope, kSelfTimeMetricName,
       "Self (exclusive) time of calls to a traced function: each call's time less that of the "
