@@ -85,6 +85,7 @@ def words(text: str) -> set:
         line = re.sub(r"/[\w.+@:-]*(?:/[\w.+@:-]*)*", " ", line)
         line = re.sub(r"\b(?:0x)?[0-9a-f]{6,}\b", " ", line)  # ids, addresses
         line = re.sub(r"\b\d+(?:\.\d+)?e[-+]?\d+\b", " ", line)  # 1.1e-22
+        line = re.sub(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}", " ", line)  # a time's T23 is no word
         for word in re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", line):
             word = word.strip("-")
             if not word or word in UNITS:
