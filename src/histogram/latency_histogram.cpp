@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 extern "C" {
 #include "bpf/funclatency.h"
@@ -69,16 +70,19 @@ void LatencyHistogram::merge(const LatencyHistogram& other) {
 
 std::optional<LatencyHistogram> LatencyHistogram::since(const LatencyHistogram& earlier) const {
   if (count_ < earlier.count_ || sum_ns_ < earlier.sum_ns_) return std::nullopt;
-  std::array<uint64_t, kNumBuckets> buckets{};
+  std::vector<uint64_t> buckets(kNumBuckets);
   const auto now = this->buckets();
   const auto before = earlier.buckets();
   for (uint32_t i = 0; i < kNumBuckets; i++) {
     if (now[i] < before[i]) return std::nullopt;
     buckets[i] = now[i] - before[i];
   }
+  // min/max of the difference are unknown; without calls it stays empty.
   LatencyHistogram difference(unit_ns_);
-  // min/max of the difference are unknown (0 = not applied).
-  difference.add_counts(buckets, count_ - earlier.count_, sum_ns_ - earlier.sum_ns_, 0, 0);
+  if (count_ == earlier.count_) return difference;
+  difference.buckets_ = std::move(buckets);
+  difference.count_ = count_ - earlier.count_;
+  difference.sum_ns_ = sum_ns_ - earlier.sum_ns_;
   return difference;
 }
 
