@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "collect/tracing_choices.h"
+#include "common/names_table.h"
 #include "symbols/target_spec.h"
 
 namespace funclatency {
@@ -194,18 +195,13 @@ std::string describe_targets(std::span<const AttachedSite> sites) {
   return fmt::format("\"{}\" and {} more", sites[0].symbol, sites.size() - 1);
 }
 
-const char* mode_statement(ModeChoice mode) {
-  switch (mode) {
-    case ModeChoice::kEvents:
-      return "mode events: one ring buffer record per call";
-    case ModeChoice::kKernel:
-      return "mode kernel: histograms aggregated in the kernel";
-    case ModeChoice::kAuto:
-      break;
-  }
-  return "mode auto: one ring buffer record per call; a function above the auto threshold "
-         "switches to in-kernel aggregation";
-}
+constexpr NamedValue<ModeChoice> kModeStatements[] = {
+    {ModeChoice::kAuto,
+     "mode auto: one ring buffer record per call; a function above the auto threshold "
+     "switches to in-kernel aggregation"},
+    {ModeChoice::kEvents, "mode events: one ring buffer record per call"},
+    {ModeChoice::kKernel, "mode kernel: histograms aggregated in the kernel"}};
+static_assert(names_every_value(kModeStatements, ModeChoice::kKernel));
 
 }  // namespace
 
@@ -218,12 +214,12 @@ std::string start_banner(const Config& config, std::span<const AttachedSite> tra
     spans = fmt::format(" and span{} {}", config.spans.size() == 1 ? "" : "s", spans);
   if (traced.empty() && pending.empty() && !config.spans.empty()) {
     return fmt::format("Tracing {} ({})... Hit Ctrl-C to end.\n", spans.substr(5),
-                       mode_statement(config.mode));
+                       name_in(kModeStatements, config.mode));
   }
   if (traced.empty()) {
     return fmt::format(
         "Waiting for process {} to load the library of {} ({})... Hit Ctrl-C to end.\n", pid,
-        describe_waiting(pending), mode_statement(config.mode));
+        describe_waiting(pending), name_in(kModeStatements, config.mode));
   }
   std::string waiting;
   if (!pending.empty()) {
@@ -232,7 +228,7 @@ std::string start_banner(const Config& config, std::span<const AttachedSite> tra
   }
   return fmt::format("Tracing {} function{} for {}{}{} ({})... Hit Ctrl-C to end.\n", traced.size(),
                      traced.size() == 1 ? "" : "s", describe_targets(traced), spans, waiting,
-                     mode_statement(config.mode));
+                     name_in(kModeStatements, config.mode));
 }
 
 std::string follow_banner(const Config& config) {
@@ -255,7 +251,7 @@ std::string follow_banner(const Config& config) {
   return fmt::format(
       "Following {} into every process that runs it, now or later, in any container ({})... "
       "Hit Ctrl-C to end.\n",
-      text, mode_statement(config.mode));
+      text, name_in(kModeStatements, config.mode));
 }
 
 std::string never_loaded_line(int pid, std::span<const TargetSpec> pending) {

@@ -48,35 +48,22 @@ void clear_split(std::optional<CpuSplit>& split) {
   split->blocked.clear();
 }
 
-// Adds the calls between two reads of cumulative kernel totals.
+// One read of a function's cumulative kernel totals, as a histogram.
+LatencyHistogram as_histogram(const KernelTotals& totals, uint64_t unit_ns) {
+  LatencyHistogram histogram(unit_ns);
+  histogram.add_counts(totals.buckets, totals.count, totals.sum_ns, totals.min_ns, totals.max_ns);
+  return histogram;
+}
+
+// Adds the calls between two reads of cumulative kernel totals. Only
+// cumulative min/max exist in the kernel: since_with_bounds() keeps those
+// that moved and bounds the others by the interval's buckets.
 void add_kernel_delta(LatencyHistogram& interval, const KernelTotals& before,
                       const KernelTotals& now) {
-  std::array<uint64_t, LatencyHistogram::kNumBuckets> delta{};
-  for (size_t i = 0; i < delta.size(); i++) delta[i] = now.buckets[i] - before.buckets[i];
-  uint64_t calls = now.count - before.count;
-  // Only cumulative min/max exist in the kernel; they belong to this
-  // interval when they moved during it. Otherwise the interval's own extremes
-  // are bounded by its lowest and highest non-empty buckets.
-  uint64_t min_ns = now.min_ns != before.min_ns ? now.min_ns : 0;
-  uint64_t max_ns = now.max_ns != before.max_ns ? now.max_ns : 0;
-  uint64_t unit = interval.unit_ns();
-  if (min_ns == 0 || max_ns == 0) {
-    auto first = std::find_if(delta.begin(), delta.end(), [](uint64_t c) { return c != 0; });
-    auto last = std::find_if(delta.rbegin(), delta.rend(), [](uint64_t c) { return c != 0; });
-    if (first != delta.end()) {
-      auto first_bucket = static_cast<uint32_t>(first - delta.begin());
-      auto last_bucket = static_cast<uint32_t>(delta.rend() - last - 1);
-      if (min_ns == 0)
-        min_ns = std::max<uint64_t>(now.min_ns, LatencyHistogram::bucket_low(first_bucket) * unit);
-      if (max_ns == 0) {
-        uint64_t high = last_bucket + 1 < LatencyHistogram::kNumBuckets
-                            ? LatencyHistogram::bucket_low(last_bucket + 1) * unit - 1
-                            : now.max_ns;
-        max_ns = std::min<uint64_t>(now.max_ns, high);
-      }
-    }
-  }
-  interval.add_counts(delta, calls, now.sum_ns - before.sum_ns, min_ns, max_ns);
+  const uint64_t unit = interval.unit_ns();
+  std::optional<LatencyHistogram> delta =
+      as_histogram(now, unit).since_with_bounds(as_histogram(before, unit));
+  if (delta) interval.merge(*delta);
 }
 
 }  // namespace
@@ -407,23 +394,24 @@ std::vector<FunctionReport> Aggregator::visible(
   return shown;
 }
 
-Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
+Report Aggregator::merged_report(Report::Kind kind, std::chrono::system_clock::time_point now,
+                                 std::vector<FunctionReport>& reports,
+                                 std::vector<RemoveState>& removed_states) {
+  fill_modes(reports);
   Report report;
-  report.kind = Report::Kind::kInterval;
+  report.kind = kind;
   report.run_start = run_start_;
   report.interval_start = interval_start_;
   report.time = now;
-  std::vector<FunctionReport> all = reports_;
-  fill_modes(all);
-  for (auto& function : all) {
+  for (auto& function : reports) {
     function.total.merge(function.interval);
     merge_split(function.total_split, function.interval_split);
     merge_self(function.total_self, function.interval_self);
     function.total_lost += function.interval_lost;
     report.ringbuf_dropped_total += function.total_lost.ringbuf;
   }
-  report.functions = visible(all, true, live_removed_);
-  advance_removal(live_removed_);
+  report.functions = visible(reports, true, removed_states);
+  advance_removal(removed_states);
   drop_ended_series();
   report.series_folded = folded_ + kernel_folded_;
   report.series_expired = expired_;
@@ -431,26 +419,13 @@ Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
   return report;
 }
 
+Report Aggregator::peek_report(std::chrono::system_clock::time_point now) {
+  std::vector<FunctionReport> all = reports_;
+  return merged_report(Report::Kind::kInterval, now, all, live_removed_);
+}
+
 Report Aggregator::take_report(Report::Kind kind, std::chrono::system_clock::time_point now) {
-  fill_modes(reports_);
-  Report report;
-  report.kind = kind;
-  report.run_start = run_start_;
-  report.interval_start = interval_start_;
-  report.time = now;
-  for (auto& function : reports_) {
-    function.total.merge(function.interval);
-    merge_split(function.total_split, function.interval_split);
-    merge_self(function.total_self, function.interval_self);
-    function.total_lost += function.interval_lost;
-    report.ringbuf_dropped_total += function.total_lost.ringbuf;
-  }
-  report.functions = visible(reports_, true, removed_);
-  advance_removal(removed_);
-  drop_ended_series();
-  report.series_folded = folded_ + kernel_folded_;
-  report.series_expired = expired_;
-  report.probe_cpu_ns = probe_cpu_ns_;
+  Report report = merged_report(kind, now, reports_, removed_);
   for (auto& function : reports_) {
     function.interval.clear();
     clear_split(function.interval_split);

@@ -188,6 +188,11 @@ class Aggregator {
   std::vector<FunctionReport> visible(const std::vector<FunctionReport>& reports,
                                       bool totals_merged,
                                       const std::vector<RemoveState>& removed_states) const;
+  // take_report's and peek_report's common part: merges each of `reports`'
+  // interval into its total and reports them as they then are.
+  Report merged_report(Report::Kind kind, std::chrono::system_clock::time_point now,
+                       std::vector<FunctionReport>& reports,
+                       std::vector<RemoveState>& removed_states);
   bool reports_to_a_group(uint32_t fn_id) const {
     return fn_id < group_of_function_.size() && group_of_function_[fn_id] < reports_.size();
   }

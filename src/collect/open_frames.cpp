@@ -8,12 +8,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
-#include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "bpf/funclatency.h"
+#include "collect/hash_keys.h"
 
 namespace funclatency {
 
@@ -30,20 +29,10 @@ bool process_gone(uint32_t tgid, const char* proc_root) {
 
 Result<std::map<uint32_t, uint64_t>> take_open_go_frames_of_exited(
     int go_stacks_fd, const std::function<bool(uint32_t tgid)>& gone) {
+  auto taken = keys_of_processes<fl_go_key>(go_stacks_fd, gone, "goroutine stacks (go_stacks)");
+  if (!taken) return std::unexpected(taken.error());
   std::map<uint32_t, uint64_t> open_frames;
-  std::map<uint32_t, bool> gone_by_tgid;  // one look per process
-  std::vector<fl_go_key> taken;
-  // A walk of a hash that changes may start over: each stack counted once.
-  std::set<std::tuple<uint32_t, uint64_t, uint32_t>> seen;
-  fl_go_key key{};
-  fl_go_key next{};
-  const fl_go_key* previous = nullptr;
-  while (bpf_map_get_next_key(go_stacks_fd, previous, &next) == 0) {
-    key = next;
-    previous = &key;
-    auto known = gone_by_tgid.find(key.tgid);
-    if (known == gone_by_tgid.end()) known = gone_by_tgid.emplace(key.tgid, gone(key.tgid)).first;
-    if (!known->second || !seen.emplace(key.tgid, key.goid, key.tid).second) continue;
+  for (const fl_go_key& key : *taken) {
     fl_go_stack stack{};
     if (bpf_map_lookup_elem(go_stacks_fd, &key, &stack) != 0) {
       if (errno == ENOENT) continue;  // the LRU reused it meanwhile
@@ -54,14 +43,10 @@ Result<std::map<uint32_t, uint64_t>> take_open_go_frames_of_exited(
     for (uint32_t depth = 0; depth < stack.depth && depth < FL_GO_MAX_DEPTH; ++depth) {
       open_frames[stack.frames[depth].fn_id]++;
     }
-    taken.push_back(key);
-  }
-  if (errno != ENOENT) return runtime_error("walk the goroutine stacks (go_stacks)", errno);
-  for (const fl_go_key& gone_key : taken) {
     // Counted once: deleted, or (ENOENT) already reused by the LRU.
-    if (bpf_map_delete_elem(go_stacks_fd, &gone_key) != 0 && errno != ENOENT) {
-      return runtime_error(
-          fmt::format("delete the goroutine stack of exited process {}", gone_key.tgid), errno);
+    if (bpf_map_delete_elem(go_stacks_fd, &key) != 0 && errno != ENOENT) {
+      return runtime_error(fmt::format("delete the goroutine stack of exited process {}", key.tgid),
+                           errno);
     }
   }
   return open_frames;

@@ -5,34 +5,19 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
-#include <set>
-#include <tuple>
 #include <vector>
 
 #include "bpf/funclatency.h"
+#include "collect/hash_keys.h"
 
 namespace funclatency {
 
 Result<std::map<uint32_t, uint64_t>> take_open_spans(
     int open_spans_fd, const std::function<bool(uint32_t tgid)>& take) {
+  auto taken = keys_of_processes<fl_span_key>(open_spans_fd, take, "open spans (open_spans)");
+  if (!taken) return std::unexpected(taken.error());
   std::map<uint32_t, uint64_t> open;
-  std::map<uint32_t, bool> take_by_tgid;  // one look per process
-  std::vector<fl_span_key> taken;
-  // A walk of a hash that changes may start over: each key counted once.
-  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> seen;
-  fl_span_key key{};
-  fl_span_key next{};
-  const fl_span_key* previous = nullptr;
-  while (bpf_map_get_next_key(open_spans_fd, previous, &next) == 0) {
-    key = next;
-    previous = &key;
-    auto known = take_by_tgid.find(key.tgid);
-    if (known == take_by_tgid.end()) known = take_by_tgid.emplace(key.tgid, take(key.tgid)).first;
-    if (!known->second || !seen.emplace(key.fn_id, key.tgid, key.value).second) continue;
-    taken.push_back(key);
-  }
-  if (errno != ENOENT) return runtime_error("walk the open spans (open_spans)", errno);
-  for (const fl_span_key& gone : taken) {
+  for (const fl_span_key& gone : *taken) {
     // Counted once: deleted here, or (ENOENT) its end came meanwhile.
     if (bpf_map_delete_elem(open_spans_fd, &gone) == 0) {
       open[gone.fn_id]++;

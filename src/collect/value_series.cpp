@@ -5,9 +5,19 @@
 #include <charconv>
 #include <cstring>
 
+#include "common/names_table.h"
+
 namespace funclatency {
 
 namespace {
+
+// The rules' words in --by retval:RULE and argN:BUCKETS (go-error[:W],
+// which takes a number, is parsed apart).
+constexpr NamedValue<uint32_t> kRetvalRuleNames[] = {
+    {FL_RULE_ZERO, "zero"}, {FL_RULE_ERRNO, "errno"}, {FL_RULE_NULL, "null"},
+    {FL_RULE_BOOL, "bool"}, {FL_RULE_RAW32, "raw"},   {FL_RULE_RAW64, "raw64"}};
+constexpr NamedValue<uint32_t> kArgRuleNames[] = {
+    {FL_RULE_LOG2, "log2"}, {FL_RULE_RAW64, "raw"}, {FL_RULE_RAW32, "raw32"}};
 
 Result<ValueSeries> refuse(std::string_view key, std::string_view hint) {
   return bad_input(fmt::format("--by {}: not a value to split by", key), std::string(hint));
@@ -23,18 +33,8 @@ std::optional<uint32_t> small_number(std::string_view text) {
 Result<ValueSeries> parse_retval(std::string_view key, std::string_view rule) {
   ValueSeries spec{.source = FL_VALUE_RETVAL};
   const std::string hint = fmt::format("retval:RULE, RULE one of {}", kRetvalRules);
-  if (rule.empty() || rule == "zero") {
-    spec.rule = FL_RULE_ZERO;
-  } else if (rule == "errno") {
-    spec.rule = FL_RULE_ERRNO;
-  } else if (rule == "null") {
-    spec.rule = FL_RULE_NULL;
-  } else if (rule == "bool") {
-    spec.rule = FL_RULE_BOOL;
-  } else if (rule == "raw") {
-    spec.rule = FL_RULE_RAW32;
-  } else if (rule == "raw64") {
-    spec.rule = FL_RULE_RAW64;
+  if (auto named = value_in(kRetvalRuleNames, rule.empty() ? "zero" : rule)) {
+    spec.rule = *named;
   } else if (rule == "go-error" || rule.starts_with("go-error:")) {
     spec.rule = FL_RULE_GO_ERROR;
     if (rule != "go-error") {
@@ -78,15 +78,9 @@ Result<ValueSeries> parse_value_key(std::string_view key) {
         "(arg0-arg8)");
   }
   ValueSeries spec{.source = FL_VALUE_ARG, .index = *index};
-  if (rule.empty() || rule == "log2") {
-    spec.rule = FL_RULE_LOG2;
-  } else if (rule == "raw") {
-    spec.rule = FL_RULE_RAW64;
-  } else if (rule == "raw32") {
-    spec.rule = FL_RULE_RAW32;
-  } else {
-    return refuse(key, fmt::format("argN:BUCKETS, BUCKETS one of {}", kArgBuckets));
-  }
+  auto named = value_in(kArgRuleNames, rule.empty() ? "log2" : rule);
+  if (!named) return refuse(key, fmt::format("argN:BUCKETS, BUCKETS one of {}", kArgBuckets));
+  spec.rule = *named;
   return spec;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 extern "C" {
 #include "bpf/funclatency.h"
@@ -69,16 +70,44 @@ void LatencyHistogram::merge(const LatencyHistogram& other) {
 
 std::optional<LatencyHistogram> LatencyHistogram::since(const LatencyHistogram& earlier) const {
   if (count_ < earlier.count_ || sum_ns_ < earlier.sum_ns_) return std::nullopt;
-  std::array<uint64_t, kNumBuckets> buckets{};
+  std::vector<uint64_t> buckets(kNumBuckets);
   const auto now = this->buckets();
   const auto before = earlier.buckets();
   for (uint32_t i = 0; i < kNumBuckets; i++) {
     if (now[i] < before[i]) return std::nullopt;
     buckets[i] = now[i] - before[i];
   }
+  // min/max of the difference are unknown; without calls it stays empty.
   LatencyHistogram difference(unit_ns_);
-  // min/max of the difference are unknown (0 = not applied).
-  difference.add_counts(buckets, count_ - earlier.count_, sum_ns_ - earlier.sum_ns_, 0, 0);
+  if (count_ == earlier.count_) return difference;
+  difference.buckets_ = std::move(buckets);
+  difference.count_ = count_ - earlier.count_;
+  difference.sum_ns_ = sum_ns_ - earlier.sum_ns_;
+  return difference;
+}
+
+std::optional<LatencyHistogram> LatencyHistogram::since_with_bounds(
+    const LatencyHistogram& earlier) const {
+  std::optional<LatencyHistogram> difference = since(earlier);
+  if (!difference || difference->count_ == 0) return difference;
+  const auto buckets = difference->buckets();
+  auto nonzero = [](uint64_t c) { return c != 0; };
+  auto first = std::find_if(buckets.begin(), buckets.end(), nonzero);
+  auto last = std::find_if(buckets.rbegin(), buckets.rend(), nonzero);
+  if (min_ns_ != earlier.min_ns_) {
+    difference->min_ns_ = min_ns_;
+  } else if (first != buckets.end()) {
+    auto first_bucket = static_cast<uint32_t>(first - buckets.begin());
+    difference->min_ns_ = std::max(known_min_ns().value_or(0), bucket_low(first_bucket) * unit_ns_);
+  }
+  if (max_ns_ != earlier.max_ns_) {
+    difference->max_ns_ = max_ns_;
+  } else if (first != buckets.end()) {
+    auto last_bucket = static_cast<uint32_t>(buckets.rend() - last - 1);
+    uint64_t high =
+        last_bucket + 1 < kNumBuckets ? bucket_low(last_bucket + 1) * unit_ns_ - 1 : max_ns_;
+    difference->max_ns_ = std::min(max_ns_, high);
+  }
   return difference;
 }
 

@@ -60,6 +60,12 @@ class LatencyHistogram {
   // min and max unknown. Nothing when `earlier` is not below this one in
   // every count (totals only grow: it was another total, or one restarted).
   std::optional<LatencyHistogram> since(const LatencyHistogram& earlier) const;
+  // As since(), for two reads of a total that keeps its own running min/max
+  // (the kernel's): an extreme that moved since `earlier` is a call of the
+  // difference; one that did not is bounded by the difference's lowest
+  // (highest) non-empty fine bucket and the total's own extreme. A bound for
+  // printing an interval, not a measurement: OTLP keeps since().
+  std::optional<LatencyHistogram> since_with_bounds(const LatencyHistogram& earlier) const;
   void clear();
 
   uint64_t unit_ns() const { return unit_ns_; }

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/names_table.h"
 #include "common/thread_capabilities.h"
 #include "common/unique_fd.h"
 #include "http/tls_server.h"
@@ -179,35 +180,23 @@ Io ssl_failure(Connection& connection, int result) {
 
 }  // namespace
 
+namespace {
+constexpr NamedValue<int> kReasonPhrases[] = {{200, "OK"},
+                                              {400, "Bad Request"},
+                                              {401, "Unauthorized"},
+                                              {404, "Not Found"},
+                                              {405, "Method Not Allowed"},
+                                              {408, "Request Timeout"},
+                                              {413, "Content Too Large"},
+                                              {431, "Request Header Fields Too Large"},
+                                              {500, "Internal Server Error"},
+                                              {501, "Not Implemented"},
+                                              {503, "Service Unavailable"},
+                                              {505, "HTTP Version Not Supported"}};
+}  // namespace
+
 std::string_view reason_phrase(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Content Too Large";
-    case 431:
-      return "Request Header Fields Too Large";
-    case 500:
-      return "Internal Server Error";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 505:
-      return "HTTP Version Not Supported";
-    default:
-      return "Unknown";
-  }
+  return name_in(kReasonPhrases, status, "Unknown");
 }
 
 struct HttpServer::Loop {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 
+#include "common/names_table.h"
 #include "offline/bucket_math.h"
 
 namespace funclatency::offline {
@@ -159,22 +160,18 @@ Result<Gate> parse_gate(std::string_view text) {
   return gate;
 }
 
+namespace {
+constexpr NamedValue<Verdict> kVerdictNames[] = {{Verdict::kSlower, "slower"},
+                                                 {Verdict::kFaster, "faster"},
+                                                 {Verdict::kNoChange, "no significant change"},
+                                                 {Verdict::kOnlyBase, "only in base"},
+                                                 {Verdict::kOnlyNew, "only in new"},
+                                                 {Verdict::kNoCalls, "no calls"}};
+static_assert(names_every_value(kVerdictNames, Verdict::kNoCalls));
+}  // namespace
+
 std::string_view verdict_name(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kSlower:
-      return "slower";
-    case Verdict::kFaster:
-      return "faster";
-    case Verdict::kNoChange:
-      return "no significant change";
-    case Verdict::kOnlyBase:
-      return "only in base";
-    case Verdict::kOnlyNew:
-      return "only in new";
-    case Verdict::kNoCalls:
-      break;
-  }
-  return "no calls";
+  return name_in(kVerdictNames, verdict);
 }
 
 std::vector<size_t> merge_rows(const std::vector<uint64_t>& a, const std::vector<uint64_t>& b) {

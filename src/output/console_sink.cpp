@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "output/wall_time.h"
+
 namespace funclatency {
 
 namespace {
@@ -35,10 +37,8 @@ std::string printable(std::string_view text) {
 
 // A slow call's wall-clock time in local time, to the microsecond.
 std::string local_time_of_day(std::chrono::system_clock::time_point time) {
-  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch());
-  auto seconds = std::chrono::floor<std::chrono::seconds>(micros);
-  auto local = fmt::localtime(static_cast<std::time_t>(seconds.count()));
-  return fmt::format("{:%H:%M:%S}.{:06d}", local, (micros - seconds).count());
+  const auto [seconds, micros] = split_micros(time);
+  return fmt::format("{:%H:%M:%S}.{:06d}", fmt::localtime(seconds), micros);
 }
 
 // "pid 1234  tid 1240 (worker)": who made a call.

@@ -7,25 +7,20 @@
 
 #include <utility>
 
+#include "common/names_table.h"
 #include "model/json_record.h"
 #include "output/json_convert.h"
+#include "output/wall_time.h"
 
 namespace funclatency {
 namespace {
 
 namespace field = json_record;
 
-const char* mode_name(AggregationMode mode) {
-  switch (mode) {
-    case AggregationMode::kEvents:
-      return "events";
-    case AggregationMode::kKernel:
-      return "kernel";
-    case AggregationMode::kMixed:
-      break;
-  }
-  return "mixed";
-}
+constexpr NamedValue<AggregationMode> kModeNames[] = {{AggregationMode::kEvents, "events"},
+                                                      {AggregationMode::kKernel, "kernel"},
+                                                      {AggregationMode::kMixed, "mixed"}};
+static_assert(names_every_value(kModeNames, AggregationMode::kMixed));
 
 // A histogram's fields; the wall histogram's sit in the record itself, each
 // --cpu-split part's and the --self histogram in an object of its own.
@@ -103,10 +98,8 @@ nlohmann::json slow_call_report_to_json(const SlowCallReport& slow) {
 }
 
 std::string format_rfc3339(std::chrono::system_clock::time_point time) {
-  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch());
-  auto seconds = std::chrono::floor<std::chrono::seconds>(micros);
-  auto utc = fmt::gmtime(static_cast<std::time_t>(seconds.count()));
-  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z", utc, (micros - seconds).count());
+  const auto [seconds, micros] = split_micros(time);
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:06d}Z", fmt::gmtime(seconds), micros);
 }
 
 nlohmann::json function_to_json(const Report& report, const FunctionReport& function) {
@@ -118,7 +111,7 @@ nlohmann::json function_to_json(const Report& report, const FunctionReport& func
       {field::kTime, format_rfc3339(report.time)},
       {field::kSymbol, function.symbol},
       {field::kBinary, function.binary},
-      {field::kMode, mode_name(function.mode)},
+      {field::kMode, name_in(kModeNames, function.mode)},
       {field::kLost, lost.total()},
       {field::kLostUnreturned, lost.unreturned},
       {field::kLostDepth, lost.depth},

@@ -74,7 +74,7 @@ void add_call_metrics(const Report& report, std::vector<SelfMetric>& metrics) {
 
   LostCounts lost;
   for (const FunctionReport& function : report.functions) lost += function.total_lost;
-  metrics.push_back({.id = kLostCalls,
+  metrics.push_back({.id = kAllLostCalls,
                      .name = names::kAgentLostCalls,
                      .kind = kCounter,
                      .help = "Calls to traced functions that could not be timed, all functions, "

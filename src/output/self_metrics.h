@@ -32,7 +32,7 @@ enum class SelfMetricId {
   kAttachFailures,
   kExecEvents,
   kExecDropped,
-  kLostCalls,
+  kAllLostCalls,  // summed over every function; metric_names::kFunctionLostCalls is per function
   kRingbufDropped,
   kSeriesFolded,
   kSeriesExpired,

@@ -456,6 +456,18 @@ Result<Resolution> ElfSymbolResolver::resolve_shown(const std::string& path,
   return resolution;
 }
 
+namespace {
+// What a probe site and a refused function have alike, as --list shows it.
+template <typename Found>
+ListedFunction listed_as(const Found& found) {
+  return ListedFunction{.symbol = found.symbol,
+                        .raw_symbol = found.raw_symbol,
+                        .binary = found.binary,
+                        .address = found.address,
+                        .size = found.size};
+}
+}  // namespace
+
 Result<std::vector<ListedFunction>> list_functions(ElfSymbolResolver& resolver,
                                                    std::span<const TargetSpec> specs,
                                                    const ResolveOptions& options) {
@@ -466,24 +478,15 @@ Result<std::vector<ListedFunction>> list_functions(ElfSymbolResolver& resolver,
     auto resolution = resolver.resolve_detailed(spec, unlimited);
     if (!resolution) return std::unexpected(resolution.error());
     for (const ProbeSite& site : resolution->sites) {
-      listed.push_back(ListedFunction{site.symbol,
-                                      site.raw_symbol,
-                                      site.binary,
-                                      site.address,
-                                      site.size,
-                                      site.file_offset,
-                                      {},
-                                      site});
+      ListedFunction function = listed_as(site);
+      function.file_offset = site.file_offset;
+      function.site = site;
+      listed.push_back(std::move(function));
     }
     for (const RefusedFunction& refused : resolution->refused) {
-      listed.push_back(ListedFunction{refused.symbol,
-                                      refused.raw_symbol,
-                                      refused.binary,
-                                      refused.address,
-                                      refused.size,
-                                      0,
-                                      refused.reason,
-                                      {}});
+      ListedFunction function = listed_as(refused);
+      function.refused_reason = refused.reason;
+      listed.push_back(std::move(function));
     }
   }
   return listed;

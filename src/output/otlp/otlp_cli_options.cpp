@@ -1,8 +1,17 @@
 #include "output/otlp/otlp_cli_options.h"
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace funclatency {
+namespace {
+std::vector<std::string> protocol_names() {
+  std::vector<std::string> names;
+  for (const auto& [protocol, name] : kOtlpProtocolNames) names.emplace_back(name);
+  return names;
+}
+}  // namespace
 
 void add_otlp_options(CLI::App& app, OtlpCliValues& values) {
   // An optional value: "--otlp" alone uses the endpoint from OTEL_* or the
@@ -20,7 +29,7 @@ void add_otlp_options(CLI::App& app, OtlpCliValues& values) {
       ->type_name("URL");
   app.add_option("--otlp-protocol", values.protocol,
                  "OTLP transport: http/protobuf (default), http/json or grpc")
-      ->check(CLI::IsMember({"http/protobuf", "http/json", "grpc"}));
+      ->check(CLI::IsMember(protocol_names()));
   app.add_option("--otlp-histogram", values.histogram,
                  "explicit (default: bounds at the console's log2 rows, in ms) or exponential "
                  "(base 2, scale 0, in the display unit)")

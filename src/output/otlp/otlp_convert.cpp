@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "common/names_table.h"
 #include "common/utf8.h"
 #include "output/self_metrics.h"
 
@@ -258,6 +259,14 @@ metrics_pb::NumberDataPoint* add_count_point(metrics_pb::Sum* sum, uint64_t star
   return point;
 }
 
+// Whether any function of `report` has what `of` picks (an optional part:
+// --cpu-split and --self histograms exist only for the functions that ask).
+template <typename Of>
+bool any_function_has(const Report& report, const Of& of) {
+  return std::ranges::any_of(
+      report.functions, [&](const FunctionReport& function) { return of(function).has_value(); });
+}
+
 // --cpu-split: where the latency went, one histogram per part. Nothing when
 // no function has a split.
 void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report,
@@ -266,10 +275,7 @@ void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report
   auto split_of = [&](const FunctionReport& function) -> const std::optional<CpuSplit>& {
     return delta ? function.interval_split : function.total_split;
   };
-  if (!std::ranges::any_of(report.functions,
-                           [&](const auto& f) { return split_of(f).has_value(); })) {
-    return;
-  }
+  if (!any_function_has(report, split_of)) return;
   const std::tuple<std::string_view, const char*, LatencyHistogram CpuSplit::*> parts[] = {
       {kOncpuMetricName, "Time calls to a traced function spent running on a CPU",
        &CpuSplit::oncpu},
@@ -299,10 +305,7 @@ void add_self_time_metric(metrics_pb::ScopeMetrics* scope, const Report& report,
   auto self_of = [&](const FunctionReport& function) -> const std::optional<LatencyHistogram>& {
     return delta ? function.interval_self : function.total_self;
   };
-  if (!std::ranges::any_of(report.functions,
-                           [&](const auto& f) { return self_of(f).has_value(); })) {
-    return;
-  }
+  if (!any_function_has(report, self_of)) return;
   add_latency_metric(
       scope, kSelfTimeMetricName,
       "Self (exclusive) time of calls to a traced function: each call's time less that of the "
@@ -409,17 +412,10 @@ void add_self_metrics(metrics_pb::ScopeMetrics* scope, const Report& report, uin
 }  // namespace
 
 std::string unit_symbol(uint64_t unit_ns) {
-  switch (unit_ns) {
-    case 1:
-      return "ns";
-    case 1000:
-      return "us";
-    case 1000000:
-      return "ms";
-    case 1000000000:
-      return "s";
-  }
-  return std::to_string(unit_ns) + "ns";
+  constexpr NamedValue<uint64_t> kSymbols[] = {
+      {1, "ns"}, {1000, "us"}, {1000000, "ms"}, {1000000000, "s"}};
+  const std::string_view symbol = name_in(kSymbols, unit_ns);
+  return symbol.empty() ? std::to_string(unit_ns) + "ns" : std::string(symbol);
 }
 
 std::string exponential_metric_name(uint64_t unit_ns, std::string_view explicit_name) {

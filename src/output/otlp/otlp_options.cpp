@@ -71,10 +71,7 @@ Result<std::chrono::milliseconds> parse_millis(const std::string& text, std::str
 }
 
 Result<OtlpProtocol> parse_protocol(const std::string& text, std::string_view source) {
-  auto value = lower(text);
-  if (value == "http/protobuf") return OtlpProtocol::kHttpProtobuf;
-  if (value == "http/json") return OtlpProtocol::kHttpJson;
-  if (value == "grpc") return OtlpProtocol::kGrpc;
+  if (auto protocol = value_in(kOtlpProtocolNames, lower(text))) return *protocol;
   return bad_input(std::string(source) + ": unknown protocol \"" + text + "\"",
                    "use http/protobuf, http/json or grpc");
 }
@@ -235,15 +232,7 @@ EnvironmentMap current_environment() {
 }
 
 std::string_view to_string(OtlpProtocol protocol) {
-  switch (protocol) {
-    case OtlpProtocol::kHttpProtobuf:
-      return "http/protobuf";
-    case OtlpProtocol::kHttpJson:
-      return "http/json";
-    case OtlpProtocol::kGrpc:
-      return "grpc";
-  }
-  return "?";
+  return name_in(kOtlpProtocolNames, protocol, "?");
 }
 
 Result<OtlpKeyValues> parse_otel_key_values(std::string_view text, std::string_view source) {
@@ -287,20 +276,28 @@ Result<void> refuse_header_breaks(const OtlpKeyValues& headers) {
   return {};
 }
 
+// The command line's value (`cli_value` of `option`) wins over the
+// environment's (`env_value` of `variable`); neither keeps `into` as it is.
+// A value `parse` refuses is bad input naming where it came from.
+template <typename T>
+Result<void> parse_cli_over_env(const std::string& cli_value, std::string_view option,
+                                const std::optional<std::string>& env_value,
+                                std::string_view variable,
+                                Result<T> (*parse)(const std::string&, std::string_view), T& into) {
+  if (cli_value.empty() && !env_value) return {};
+  auto parsed = cli_value.empty() ? parse(*env_value, variable) : parse(cli_value, option);
+  if (!parsed) return std::unexpected(parsed.error());
+  into = *parsed;
+  return {};
+}
+
 // --otlp-protocol wins over the environment; neither keeps the default.
 Result<void> resolve_protocol(const EnvironmentMap& env, const OtlpCliValues& cli,
                               OtlpOptions& options) {
-  if (!cli.protocol.empty()) {
-    auto protocol = parse_protocol(cli.protocol, "--otlp-protocol");
-    if (!protocol) return std::unexpected(protocol.error());
-    options.protocol = *protocol;
-  } else if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
-                                 "OTEL_EXPORTER_OTLP_PROTOCOL")) {
-    auto protocol = parse_protocol(*value, "OTEL_EXPORTER_OTLP_PROTOCOL");
-    if (!protocol) return std::unexpected(protocol.error());
-    options.protocol = *protocol;
-  }
-  return {};
+  return parse_cli_over_env(
+      cli.protocol, "--otlp-protocol",
+      lookup(env, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+      "OTEL_EXPORTER_OTLP_PROTOCOL", parse_protocol, options.protocol);
 }
 
 // Where requests go and how the connection is secured. The endpoint depends
@@ -361,16 +358,11 @@ Result<void> resolve_request_settings(const EnvironmentMap& env, OtlpOptions& op
 // environment) and histogram kind (command line only).
 Result<void> resolve_metric_shape(const EnvironmentMap& env, const OtlpCliValues& cli,
                                   OtlpOptions& options) {
-  if (!cli.temporality.empty()) {
-    auto temporality = parse_temporality(cli.temporality, "--otlp-temporality");
-    if (!temporality) return std::unexpected(temporality.error());
-    options.temporality = *temporality;
-  } else if (auto value = lookup(env, "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")) {
-    auto temporality =
-        parse_temporality(*value, "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE");
-    if (!temporality) return std::unexpected(temporality.error());
-    options.temporality = *temporality;
-  }
+  auto temporality = parse_cli_over_env(
+      cli.temporality, "--otlp-temporality",
+      lookup(env, "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"),
+      "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", parse_temporality, options.temporality);
+  if (!temporality) return temporality;
 
   if (!cli.histogram.empty()) {
     auto kind = lower(cli.histogram);

@@ -11,10 +11,18 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/names_table.h"
 
 namespace funclatency {
 
 enum class OtlpProtocol { kHttpProtobuf, kHttpJson, kGrpc };
+// Each protocol's words, as --otlp-protocol and OTEL_EXPORTER_OTLP_PROTOCOL
+// take them.
+inline constexpr NamedValue<OtlpProtocol> kOtlpProtocolNames[] = {
+    {OtlpProtocol::kHttpProtobuf, "http/protobuf"},
+    {OtlpProtocol::kHttpJson, "http/json"},
+    {OtlpProtocol::kGrpc, "grpc"}};
+static_assert(names_every_value(kOtlpProtocolNames, OtlpProtocol::kGrpc));
 enum class OtlpHistogramKind { kExplicit, kExponential };
 enum class OtlpTemporality { kCumulative, kDelta };
 

@@ -356,6 +356,36 @@ TEST(LatencyHistogram, SinceIsTheCallsAddedToARunningTotal) {
   EXPECT_EQ(none->count(), 0u);
 }
 
+// Two reads of a total with its own running min/max (the kernel's): an
+// extreme that moved is exact, one that did not is bounded by the buckets.
+TEST(LatencyHistogram, SinceWithBoundsKeepsMovedExtremesAndBoundsTheRest) {
+  LatencyHistogram before(1000);
+  before.record(5000);
+  before.record(900000);
+  LatencyHistogram now = before;
+  now.record(3000);   // a new minimum
+  now.record(40000);  // inside the old extremes
+  auto added = now.since_with_bounds(before);
+  ASSERT_TRUE(added);
+  EXPECT_EQ(added->count(), 2u);
+  EXPECT_EQ(added->known_min_ns(), 3000u);
+  // The maximum did not move: at most the top of 40 us's fine bucket.
+  ASSERT_TRUE(added->known_max_ns());
+  EXPECT_GE(*added->known_max_ns(), 40000u);
+  EXPECT_LT(*added->known_max_ns(), 42000u);
+
+  LatencyHistogram later = now;
+  later.record(20000);  // neither extreme moves
+  auto inside = later.since_with_bounds(now);
+  ASSERT_TRUE(inside);
+  ASSERT_TRUE(inside->known_min_ns());
+  EXPECT_LE(*inside->known_min_ns(), 20000u);
+  EXPECT_GT(*inside->known_min_ns(), 19000u);
+  EXPECT_GE(*inside->known_max_ns(), 20000u);
+  EXPECT_LT(*inside->known_max_ns(), 21000u);
+  EXPECT_FALSE(now.since_with_bounds(later));  // not an earlier value
+}
+
 TEST(LatencyHistogram, SinceRefusesAnEarlierValueThatIsNotBelow) {
   LatencyHistogram a(1000), b(1000);
   a.record(5000);
