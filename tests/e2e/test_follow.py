@@ -8,6 +8,9 @@ running when the agent starts and those exec'd later, in any container.
   a volume, under its own container id; one container stopped and started
   again is still traced (its two runs add up); the v2 file is attached when
   it first runs, without a restart; v1's file once for its 3 containers.
+- One file at two paths: a host process runs target-app where it lies, a
+  container the same file (a read-only volume) at /app/target-app; the
+  container is counted exactly, found running or exec'd after the host's.
 - Reload: a target added, one removed, then a broken file: the unchanged
   target's counts go on without a reset and equal the truth; the broken file
   changes nothing and the agent's record says the reload failed.
@@ -170,9 +173,10 @@ def test_a_container_running_the_file_a_host_process_runs_is_followed(
     records = parse_json_records(agent.text("stdout"))
     by_container = interval_counts(records, lambda r: r.get("container_id"))
     assert truth["calls"] == CALLS, truth
-    assert {k: v for k, v in by_container.items() if v} == {box.id: CALLS}, by_container
-    last = agent_records(records)[-1]
-    assert last["files_attached"] == 1 and last["functions_attached"] == 1, last
+    # Other containers on the host may run a /app/target-app of their own:
+    # only this one's and the host's (no container id, no call) are looked at.
+    ours = {k: v for k, v in by_container.items() if k in (box.id, None) and v}
+    assert ours == {box.id: CALLS}, by_container
 
 
 def write_config(path: Path, targets, extra=""):
