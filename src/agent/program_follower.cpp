@@ -13,8 +13,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "bpf/funclatency.h"
 #include "collect/slow_thresholds.h"
+#include "collect/tracing_choices.h"
 
 namespace funclatency {
 
@@ -47,9 +47,10 @@ std::string_view basename_of(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-std::optional<uint32_t> fl_mode_of(const std::optional<ModeChoice>& mode) {
+// A target's own mode as the probes start in it; nothing: the run's (auto).
+std::optional<uint32_t> own_mode_of(const std::optional<ModeChoice>& mode) {
   if (!mode || *mode == ModeChoice::kAuto) return std::nullopt;
-  return *mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
+  return kernel_mode_of(*mode);
 }
 
 // The names an exec of `program` may go by (a path's last part, or the
@@ -314,9 +315,9 @@ void ProgramFollower::attach_file(Followed& followed, const std::string& path, i
   uint32_t flags = 0;
   if (followed.target.by) {
     by = series_by_bits(*followed.target.by);
-    flags = FL_FN_OWN_BY | (*by << FL_FN_BY_SHIFT);
+    flags = own_series_by_flags(*by);
   }
-  FunctionOptions options{.mode = fl_mode_of(followed.target.mode), .extra_flags = flags};
+  FunctionOptions options{.mode = own_mode_of(followed.target.mode), .extra_flags = flags};
   // A target's own slow calls: its probes' threshold and floor, its reports' K.
   if (followed.target.slowest || followed.target.slower_than_ns) {
     options.slow = slow_calls_for({.slowest = followed.target.slowest.value_or(0),
