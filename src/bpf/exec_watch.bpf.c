@@ -114,7 +114,6 @@ static __always_inline __u64 mnt_ns_of(struct task_struct* task) {
 
 static __always_inline void fill(struct task_struct* task, struct fl_exec_event* event) {
   event->tgid = BPF_CORE_READ(task, tgid);
-  event->mnt_ns = mnt_ns_of(task);
   struct mm_struct* mm = BPF_CORE_READ(task, mm);
   if (!mm) return;
   __u64 start_code = BPF_CORE_READ(mm, start_code);
@@ -177,18 +176,19 @@ int BPF_PROG(fl_exec, struct task_struct* task, pid_t old_pid, struct linux_binp
   /* On the stack: bpf_find_vma's callback context must be. */
   struct fl_exec_event event = {};
   fill(task, &event);
-  if (event.flags & FL_EXEC_FILE_KNOWN) {
-    /* Attached by every target, or judged in this mount namespace. */
-    struct fl_file_key file = {.dev = event.dev, .ino = event.ino, .mnt_ns = FL_EVERY_MNT_NS};
-    bool known = bpf_map_lookup_elem(&exec_known, &file) != 0;
-    if (!known) {
-      file.mnt_ns = event.mnt_ns;
-      known = bpf_map_lookup_elem(&exec_known, &file) != 0;
-    }
-    if (known) {
-      __sync_fetch_and_add(&exec_skipped, 1);
-      return 0;
-    }
+  /* Attached by every target; else judged in this mount namespace (its id
+   * read only then: a followed program's own execs stop at the first). */
+  struct fl_file_key file = {.dev = event.dev, .ino = event.ino, .mnt_ns = FL_EVERY_MNT_NS};
+  const bool has_file = (event.flags & FL_EXEC_FILE_KNOWN) != 0;
+  bool known = has_file && bpf_map_lookup_elem(&exec_known, &file) != 0;
+  if (!known) {
+    event.mnt_ns = mnt_ns_of(task);
+    file.mnt_ns = event.mnt_ns;
+    known = has_file && bpf_map_lookup_elem(&exec_known, &file) != 0;
+  }
+  if (known) {
+    __sync_fetch_and_add(&exec_skipped, 1);
+    return 0;
   }
   event.cgroup_id = bpf_get_current_cgroup_id();
   if (hold_ns && hold(event.tgid)) event.flags |= FL_EXEC_HELD;
@@ -256,6 +256,7 @@ int fl_scan(struct bpf_iter__task* ctx) {
   struct fl_exec_event event = {};
   fill(task, &event);
   if (!(event.flags & FL_EXEC_FILE_KNOWN)) return 0;
+  event.mnt_ns = mnt_ns_of(task);
   bpf_seq_write(ctx->meta->seq, &event, sizeof(event));
   return 0;
 }
