@@ -13,8 +13,8 @@
 #include <thread>
 #include <unordered_map>
 
-#include "bpf/funclatency.h"
 #include "collect/slow_thresholds.h"
+#include "collect/tracing_choices.h"
 
 namespace funclatency {
 
@@ -26,7 +26,12 @@ struct ProgramFollower::Followed {
   };
   FollowTarget target;
   std::map<FileId, File> files;
-  std::set<FileId> elsewhere;  // files that are not this program
+  // Files that are not this program, each with the mount namespace it was
+  // judged in: the path `program` names is resolved in a process's own
+  // namespace, so the file one process runs by another path (a host process
+  // running what a container mounts at the program's path) can be the
+  // program in another namespace.
+  std::set<std::pair<FileId, uint64_t>> elsewhere;
   // The names this program's files were found to have (after symlinks).
   std::set<std::string> file_names;
 };
@@ -42,9 +47,10 @@ std::string_view basename_of(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-std::optional<uint32_t> fl_mode_of(const std::optional<ModeChoice>& mode) {
+// A target's own mode as the probes start in it; nothing: the run's (auto).
+std::optional<uint32_t> own_mode_of(const std::optional<ModeChoice>& mode) {
   if (!mode || *mode == ModeChoice::kAuto) return std::nullopt;
-  return *mode == ModeChoice::kKernel ? FL_MODE_KERNEL : FL_MODE_EVENTS;
+  return kernel_mode_of(*mode);
 }
 
 // The names an exec of `program` may go by (a path's last part, or the
@@ -177,7 +183,12 @@ void ProgramFollower::publish_names() {
 
 void ProgramFollower::publish_known(const ProgramStart& start) {
   if (!known_everywhere(start)) return;
-  if (auto ok = watch_->know(*start.file); !ok) detail_(ok.error().message());
+  // Attached by every target: known in every namespace; else in this one.
+  const bool attached = std::all_of(followed_.begin(), followed_.end(), [&](const auto& followed) {
+    return followed->files.contains(*start.file);
+  });
+  auto ok = attached ? watch_->know(*start.file) : watch_->know_in(*start.file, start.mnt_ns);
+  if (!ok) detail_(ok.error().message());
 }
 
 Result<std::vector<uint32_t>> ProgramFollower::poll() {
@@ -236,15 +247,15 @@ Result<std::optional<FileId>> ProgramFollower::file_now(int pid, const FileId& f
 bool ProgramFollower::known_everywhere(const ProgramStart& start) const {
   return start.file && std::all_of(followed_.begin(), followed_.end(), [&](const auto& followed) {
            return followed->files.contains(*start.file) ||
-                  followed->elsewhere.contains(*start.file);
+                  followed->elsewhere.contains({*start.file, start.mnt_ns});
          });
 }
 
 void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
                              std::vector<uint32_t>& added) {
   if (!start.file) return;
-  auto known = [&followed](const FileId& file) {
-    return followed.files.contains(file) || followed.elsewhere.contains(file);
+  auto known = [&followed, &start](const FileId& file) {
+    return followed.files.contains(file) || followed.elsewhere.contains({file, start.mnt_ns});
   };
   if (known(*start.file)) return;
   // The record may be stale: the process exec'd again since (a wrapper that
@@ -276,7 +287,7 @@ void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
       followed.elsewhere.clear();
       watch_->forget_known();
     }
-    followed.elsewhere.insert(file);
+    followed.elsewhere.insert({file, start.mnt_ns});
     return;
   }
   // The program's file may have a name of its own (the path is a symlink):
@@ -304,9 +315,9 @@ void ProgramFollower::attach_file(Followed& followed, const std::string& path, i
   uint32_t flags = 0;
   if (followed.target.by) {
     by = series_by_bits(*followed.target.by);
-    flags = FL_FN_OWN_BY | (*by << FL_FN_BY_SHIFT);
+    flags = own_series_by_flags(*by);
   }
-  FunctionOptions options{.mode = fl_mode_of(followed.target.mode), .extra_flags = flags};
+  FunctionOptions options{.mode = own_mode_of(followed.target.mode), .extra_flags = flags};
   // A target's own slow calls: its probes' threshold and floor, its reports' K.
   if (followed.target.slowest || followed.target.slower_than_ns) {
     options.slow = slow_calls_for({.slowest = followed.target.slowest.value_or(0),

@@ -10,7 +10,10 @@
 // stops the process at its exec until its probes are in.
 // The kernel hands the follower only the execs whose names a target may
 // follow and whose files are not judged yet (probe/exec_watch.h): the
-// follower keeps the exec watch's names and known files up to date.
+// follower keeps the exec watch's names and known files up to date. A file
+// found not to be a target's program is so only in the mount namespace it
+// was judged in (paths are the process's own): a container that mounts the
+// file a host process runs, at the program's path, is still followed.
 #pragma once
 
 #include <array>
@@ -96,7 +99,8 @@ class ProgramFollower {
   struct Followed;
   // The file process `pid` runs now (see program_follower.cpp).
   Result<std::optional<FileId>> file_now(int pid, const FileId& fallback) const;
-  // Whether every target has judged the record's file already.
+  // Whether every target has judged the record's file already (attached it,
+  // or found it not its program in the record's mount namespace).
   bool known_everywhere(const ProgramStart& start) const;
   // The exec watch told: the names the targets' programs go by, and the
   // record's file once every target has judged it.

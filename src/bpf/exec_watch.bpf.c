@@ -94,6 +94,24 @@ static long note_file(struct task_struct* task, struct vm_area_struct* vma, void
   return 0;
 }
 
+/* The layout of struct mnt_namespace before its id moved into ns_common. */
+struct mnt_namespace___seq {
+  u64 seq;
+} __attribute__((preserve_access_index));
+
+/* The id of `task`'s mount namespace: ns_common's ns_id (6.18+), before
+ * that the namespace's own sequence number (either unique while the system
+ * runs; the inode number, the last resort, can be reused). A task with none is exiting: it maps no
+ * file either, and is sent nowhere. */
+static __always_inline __u64 mnt_ns_of(struct task_struct* task) {
+  struct mnt_namespace* ns = BPF_CORE_READ(task, nsproxy, mnt_ns);
+  if (!ns) return 0;
+  if (bpf_core_field_exists(ns->ns.ns_id)) return BPF_CORE_READ(ns, ns.ns_id);
+  struct mnt_namespace___seq* old = (void*)ns;
+  if (bpf_core_field_exists(old->seq)) return BPF_CORE_READ(old, seq);
+  return BPF_CORE_READ(ns, ns.inum);
+}
+
 static __always_inline void fill(struct task_struct* task, struct fl_exec_event* event) {
   event->tgid = BPF_CORE_READ(task, tgid);
   struct mm_struct* mm = BPF_CORE_READ(task, mm);
@@ -158,12 +176,19 @@ int BPF_PROG(fl_exec, struct task_struct* task, pid_t old_pid, struct linux_binp
   /* On the stack: bpf_find_vma's callback context must be. */
   struct fl_exec_event event = {};
   fill(task, &event);
-  if (event.flags & FL_EXEC_FILE_KNOWN) {
-    struct fl_file_key file = {.dev = event.dev, .ino = event.ino};
-    if (bpf_map_lookup_elem(&exec_known, &file)) {
-      __sync_fetch_and_add(&exec_skipped, 1);
-      return 0;
-    }
+  /* Attached by every target; else judged in this mount namespace (its id
+   * read only then: a followed program's own execs stop at the first). */
+  struct fl_file_key file = {.dev = event.dev, .ino = event.ino, .mnt_ns = FL_EVERY_MNT_NS};
+  const bool has_file = (event.flags & FL_EXEC_FILE_KNOWN) != 0;
+  bool known = has_file && bpf_map_lookup_elem(&exec_known, &file) != 0;
+  if (!known) {
+    event.mnt_ns = mnt_ns_of(task);
+    file.mnt_ns = event.mnt_ns;
+    known = has_file && bpf_map_lookup_elem(&exec_known, &file) != 0;
+  }
+  if (known) {
+    __sync_fetch_and_add(&exec_skipped, 1);
+    return 0;
   }
   event.cgroup_id = bpf_get_current_cgroup_id();
   if (hold_ns && hold(event.tgid)) event.flags |= FL_EXEC_HELD;
@@ -231,6 +256,7 @@ int fl_scan(struct bpf_iter__task* ctx) {
   struct fl_exec_event event = {};
   fill(task, &event);
   if (!(event.flags & FL_EXEC_FILE_KNOWN)) return 0;
+  event.mnt_ns = mnt_ns_of(task);
   bpf_seq_write(ctx->meta->seq, &event, sizeof(event));
   return 0;
 }

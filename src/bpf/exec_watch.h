@@ -20,6 +20,7 @@ struct fl_exec_event {
   __u64 dev;       /* the kernel's s_dev of the text's file system (major << 20 | minor) */
   __u64 ino;       /* the text's inode number */
   __u64 cgroup_id; /* cgroup v2 id of the process (0 from the iterator) */
+  __u64 mnt_ns;    /* its mount namespace's id (exec_known) */
 };
 
 /* dev and ino name the text's file; without it the process maps no file at
@@ -40,7 +41,13 @@ struct fl_exec_event {
  * short only let more execs through; user space still judges each exactly.
  *
  * `exec_known`: files (as fl_exec_event names them) every target has judged
- * already, attached or not its program: their execs need no record. */
+ * already: their execs need no record. Whether a file is a target's program
+ * depends on the path its process reaches it by (one file can be /app/x in a
+ * container and build/x on the host), and paths are resolved in the
+ * process's mount namespace: a file judged not a target's program is known
+ * in that namespace only (mnt_ns), one every target attached in all of them
+ * (FL_EVERY_MNT_NS). A namespace's id is never reused while the system runs
+ * (its inode number can be). */
 #define FL_EXEC_NAME_LEN 16
 struct fl_exec_name {
   char name[FL_EXEC_NAME_LEN];
@@ -49,7 +56,9 @@ struct fl_exec_name {
 struct fl_file_key {
   __u64 dev;
   __u64 ino;
+  __u64 mnt_ns; /* a mount namespace's id, or FL_EVERY_MNT_NS */
 };
+#define FL_EVERY_MNT_NS (~0ull)
 
 /* fl_release's argument (a BPF_PROG_TYPE_SYSCALL program, run by user space):
  * the process to let go of. */

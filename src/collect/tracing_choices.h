@@ -36,6 +36,13 @@ inline constexpr size_t kMaxCgroupFilters = FL_MAX_CGROUP_FILTERS;
 // --slowest K, at most (the probes keep the last K durations sent).
 inline constexpr size_t kMaxSlowest = FL_MAX_SLOWEST;
 
+// The flags of a function whose target has --by keys of its own
+// (`by_bits`: series_by_bits), within the run's: its calls are split by
+// those keys only.
+inline uint32_t own_series_by_flags(uint32_t by_bits) {
+  return FL_FN_OWN_BY | (by_bits << FL_FN_BY_SHIFT);
+}
+
 // FL_BY_* bits of `by` keys (pid, comm, cgroup, and on the command line
 // retval[:RULE] or argN[:BUCKETS]: FL_BY_VALUE; checked already).
 inline uint32_t series_by_bits(const std::vector<std::string>& keys) {

@@ -26,15 +26,16 @@
 
 namespace funclatency {
 
-static_assert(sizeof(fl_exec_event) == 32, "fl_exec_event must match exec_watch.h");
+static_assert(sizeof(fl_exec_event) == 40, "fl_exec_event must match exec_watch.h");
 static_assert(sizeof(fl_exec_name) == 16, "fl_exec_name must match exec_watch.h");
-static_assert(sizeof(fl_file_key) == 16, "fl_file_key must match exec_watch.h");
+static_assert(sizeof(fl_file_key) == 24, "fl_file_key must match exec_watch.h");
 static_assert(sizeof(fl_release_args) == 8, "fl_release_args must match exec_watch.h");
 
 namespace {
 
 ProgramStart program_start(const fl_exec_event& event) {
-  ProgramStart start{.pid = static_cast<int>(event.tgid), .cgroup_id = event.cgroup_id};
+  ProgramStart start{
+      .pid = static_cast<int>(event.tgid), .cgroup_id = event.cgroup_id, .mnt_ns = event.mnt_ns};
   if (event.flags & FL_EXEC_FILE_KNOWN) start.file = FileId{event.dev, event.ino};
   start.held = (event.flags & FL_EXEC_HELD) != 0;
   return start;
@@ -263,7 +264,11 @@ Result<void> ExecWatch::set_names(const std::set<std::string>& names) {
 }
 
 Result<void> ExecWatch::know(const FileId& file) {
-  const fl_file_key key{.dev = file.dev, .ino = file.ino};
+  return know_in(file, FL_EVERY_MNT_NS);
+}
+
+Result<void> ExecWatch::know_in(const FileId& file, uint64_t mnt_ns) {
+  const fl_file_key key{.dev = file.dev, .ino = file.ino, .mnt_ns = mnt_ns};
   const uint8_t yes = 1;
   if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.exec_known), &key, &yes, BPF_ANY) != 0) {
     return runtime_error("note a judged file in the exec watch", errno);

@@ -4,7 +4,8 @@
 // as the kernel names it: the device and inode of the image layer's file, so
 // the containers of one image share one name however many overlay mounts
 // show it. The kernel sends a record only for an exec whose name is one the
-// follower gave (set_names) and whose file it has not judged yet (know):
+// follower gave (set_names) and whose file it has not judged yet, everywhere
+// or in the exec's mount namespace (know, know_in):
 // every other exec on the host costs no record and no wake-up.
 // RAII: the object, the tracepoint link and the ring go together; a process
 // held at its exec (--follow-hold) is let go at the latest when the watch is.
@@ -39,6 +40,7 @@ struct ProgramStart {
   int pid = 0;
   std::optional<FileId> file;  // unknown when the kernel could not look (rare)
   uint64_t cgroup_id = 0;      // 0 for processes found running
+  uint64_t mnt_ns = 0;         // its mount namespace's id (never reused while the host runs)
   bool held = false;           // stopped at its exec until release() (--follow-hold)
 };
 
@@ -73,8 +75,12 @@ class ExecWatch {
   // The names an exec of a followed program may go by (exec_watch.h says
   // which of an exec's names are compared): from now on these only.
   Result<void> set_names(const std::set<std::string>& names);
-  // A file every target has judged: its execs need no record from now on.
+  // A file every target has attached: its execs need no record from now on.
   Result<void> know(const FileId& file);
+  // A file every target has judged in mount namespace `mnt_ns` (a path is
+  // resolved in its process's namespace: the file may be a target's program
+  // by the path it has in another): its execs there need no record.
+  Result<void> know_in(const FileId& file, uint64_t mnt_ns);
   // Every file known() so far is to be judged again (the targets changed).
   void forget_known();
   // Lets a held process go (it is not held, or gone: nothing happens).

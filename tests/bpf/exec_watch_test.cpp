@@ -88,6 +88,24 @@ TEST(ExecWatch, HearsNothingOfOtherNamesNorOfKnownFiles) {
   EXPECT_TRUE(heard(**watch, spawn_and_wait("/bin/true")));
 }
 
+// A file judged in one mount namespace hides its execs there only: another
+// namespace may reach it by the path a target follows.
+TEST(ExecWatch, AFileKnownInAnotherMountNamespaceIsHeard) {
+  FL_SKIP_WITHOUT_BPF();
+  auto watch = ExecWatch::start();
+  ASSERT_TRUE(watch) << watch.error().message();
+  ASSERT_TRUE((*watch)->set_names({"true"}));
+  ProgramStart start;
+  const int pid = spawn_and_wait("/bin/true");
+  ASSERT_TRUE(heard(**watch, pid, &start));
+  ASSERT_TRUE(start.file.has_value());
+  EXPECT_NE(start.mnt_ns, 0u);
+  ASSERT_TRUE((*watch)->know_in(*start.file, start.mnt_ns + 1));
+  EXPECT_TRUE(heard(**watch, spawn_and_wait("/bin/true"))) << "known in another namespace";
+  ASSERT_TRUE((*watch)->know_in(*start.file, start.mnt_ns));
+  EXPECT_FALSE(heard(**watch, spawn_and_wait("/bin/true"))) << "known in this namespace";
+}
+
 // --follow-hold: the exec stops the process until release(), and the guard
 // process lets it go at the bound when nobody does.
 TEST(ExecWatch, HoldsAProcessUntilReleasedOrItsBound) {

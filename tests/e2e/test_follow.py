@@ -8,6 +8,9 @@ running when the agent starts and those exec'd later, in any container.
   a volume, under its own container id; one container stopped and started
   again is still traced (its two runs add up); the v2 file is attached when
   it first runs, without a restart; v1's file once for its 3 containers.
+- One file at two paths: a host process runs target-app where it lies, a
+  container the same file (a read-only volume) at /app/target-app; the
+  container is counted exactly, found running or exec'd after the host's.
 - Reload: a target added, one removed, then a broken file: the unchanged
   target's counts go on without a reset and equal the truth; the broken file
   changes nothing and the agent's record says the reload failed.
@@ -125,6 +128,55 @@ def test_every_container_of_each_image_counted_under_its_own_id(
     last = agent_records(records)[-1]
     assert last["files_attached"] == 2 and last["functions_attached"] == 2, last
     assert last["processes_seen"] >= 5, last
+
+
+@pytest.mark.parametrize("container_first", [True, False], ids=["running", "exec_d"])
+def test_a_container_running_the_file_a_host_process_runs_is_followed(
+        procs, tool, target_app, tmp_path, container_images, containers, container_first):
+    # One file, two paths: the host runs target-app where it lies (not
+    # /app/target-app there: not the program), a container the very same file
+    # (device and inode) at /app/target-app, from a read-only volume. The
+    # host's verdict must not hide the container's process, found running
+    # (the follower's own judgement) or exec'd after the host's (the
+    # kernel's record of judged files). The image brings the libraries only.
+    image = container_images.build("follow-volume", "v1", {"/image/target-app": target_app})
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)
+
+    def run_box():
+        box = containers.run(
+            image, ["/app/target-app", "--wait-signal", "--calls", str(CALLS), "--rate", "400",
+                    "--truth", "/out/truth.json"],
+            volumes={target_app.parent: "/app:ro", out: "/out"})
+        box.wait_for_log(READY)
+        return box
+
+    args = ["--follow", "--json", "-i", "1", "/app/target-app:slow_op"]
+    if container_first:
+        host = procs.start_workload(target_app)  # never signalled: it calls nothing
+        box = run_box()
+        agent = start_agent(procs, tool, args)
+    else:
+        agent = start_agent(procs, tool, args)
+        host = procs.start_workload(target_app)
+        time.sleep(1)  # judged (not the program) before the container's exec
+        box = run_box()
+    wait_for_attached(agent, 1)
+    box.signal(signal.SIGUSR1)
+    assert box.wait(120) == 0, box.logs()
+    truth = truth_calls(out / "truth.json")
+    time.sleep(1.5)  # one more interval
+    assert agent.stop() == 0, agent.describe()
+    assert host.process.popen.poll() is None, host.process.describe()
+
+    records = parse_json_records(agent.text("stdout"))
+    by_container = interval_counts(records, lambda r: r.get("container_id"))
+    assert truth["calls"] == CALLS, truth
+    # Other containers on the host may run a /app/target-app of their own:
+    # only this one's and the host's (no container id, no call) are looked at.
+    ours = {k: v for k, v in by_container.items() if k in (box.id, None) and v}
+    assert ours == {box.id: CALLS}, by_container
 
 
 def write_config(path: Path, targets, extra=""):
