@@ -173,7 +173,7 @@ def test_a_container_running_the_file_a_host_process_runs_is_followed(
     records = parse_json_records(agent.text("stdout"))
     by_container = interval_counts(records, lambda r: r.get("container_id"))
     assert truth["calls"] == CALLS, truth
-    # Other containers on the host may run a /app/target-app of their own:
+    # Other containers on the host may have a /app/target-app of their own:
     # only this one's and the host's (no container id, no call) are looked at.
     ours = {k: v for k, v in by_container.items() if k in (box.id, None) and v}
     assert ours == {box.id: CALLS}, by_container
