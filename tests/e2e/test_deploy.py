@@ -42,6 +42,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_dir, cgroup_v2_mount, free_port, wait_until
+from dashboard import dashboard_queries, dashboard_values, dashboard_variables
 import deploy_images
 from tls_certs import make_ca_and_server_certificate
 
@@ -448,29 +449,11 @@ def counts_by_container(prometheus, symbol=TRACED) -> dict:
     return {labels.get("container_id", ""): value for labels, value in samples}
 
 
-def dashboard_queries(instance):
-    """(panel title, expr) of every query in the dashboard, its template
-    variables filled in as Grafana would: the prefix's default, the host
-    picked, every function, $__rate_interval for a 15 s scrape (1m)."""
-    dashboard = json.loads((DEPLOY / "grafana" / "funclatency-dashboard.json").read_text())
-    values = {"${prefix}": "ebpf_", "$instance": re.escape(instance), "$symbol": ".*",
-              "$__rate_interval": "1m"}
-    queries = []
-    for panel in dashboard["panels"]:
-        for target in panel.get("targets", []):
-            expr = target["expr"]
-            for name, value in values.items():
-                expr = expr.replace(name, value)
-            assert "$" not in expr, f"unknown variable in {target['expr']}"
-            queries.append((panel["title"], expr))
-    variables = []
-    for variable in dashboard["templating"]["list"]:
-        if variable["type"] == "query":
-            definition = variable["definition"]
-            for name, value in values.items():
-                definition = definition.replace(name, value)
-            variables.append((variable["name"], definition))
-    return queries, variables
+def dashboard_queries_for(instance):
+    """(panel title, expr) of every dashboard query and (name, query) of every
+    template variable, the host picked being this agent's instance."""
+    values = dashboard_values(re.escape(instance))
+    return dashboard_queries(values), dashboard_variables(values)
 
 
 # --- The tests, in the order a user meets these steps ---------------------------
@@ -518,7 +501,7 @@ def test_every_dashboard_query_returns_data(deployment):
     queries return data (a rate needs two scrapes of a series: a panel gets
     until TIMEOUT to show some, with nginx kept busy meanwhile)."""
     d = deployment
-    queries, variables = dashboard_queries(d.node)
+    queries, variables = dashboard_queries_for(d.node)
     loads = [Load(box.ip) for box in d.nginx]
     empty = []
     try:

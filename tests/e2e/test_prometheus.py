@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_nothing_attached, assert_refused, free_port, run_tool, wait_until
+from dashboard import dashboard_queries, dashboard_values
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 PROMETHEUS_READY_TIMEOUT = 20.0
@@ -200,29 +201,12 @@ def test_dashboard_quantiles_match_ground_truth(procs, tool, target_app, tmp_pat
     assert open_metrics.endswith("# EOF\n")
 
     # Every query of the Grafana dashboard is valid PromQL with data behind it.
-    for title, expr in dashboard_queries():
+    for title, expr in dashboard_queries(dashboard_values()):
         assert prometheus.query(expr), f"dashboard panel {title!r}: no data for {expr}"
 
     assert traced.stop(signal.SIGINT) == 0, traced.describe()
     with pytest.raises(OSError):
         http_get(f"http://{endpoint}/metrics", timeout=1.0)
-
-
-def dashboard_queries():
-    """(panel title, expr) of every query in the Grafana dashboard, with its
-    variables set to what a user sees by default."""
-    dashboard = json.loads((DEPLOY / "grafana" / "funclatency-dashboard.json").read_text())
-    values = {"${prefix}": "ebpf_", "$instance": ".*", "$symbol": ".*",
-              "$__rate_interval": "1m"}
-    queries = []
-    for panel in dashboard["panels"]:
-        for target in panel.get("targets", []):
-            expr = target["expr"]
-            for name, value in values.items():
-                expr = expr.replace(name, value)
-            assert "$" not in expr, f"unknown variable in {target['expr']}"
-            queries.append((panel["title"], expr))
-    return queries
 
 
 def test_dashboard_has_the_panels_the_issue_asks_for():
