@@ -767,8 +767,15 @@ int BPF_PROG(fl_sched_switch, bool preempt, struct task_struct* prev, struct tas
  * In Go >= 1.17 on amd64 (register ABI), R14 holds the running goroutine's g
  * in Go functions; g.stack.lo and g.stack.hi are its first two words. */
 
+/* A goroutine's stack exists while it has a traced call in flight: made at
+ * its outermost entry, deleted when that call returns, so the map holds the
+ * goroutines inside traced calls and is allocated as they come. Full, an
+ * entry is refused and counted lost (no eviction: an LRU would drop a call
+ * in flight without telling). Stacks left by goroutines that ended inside a
+ * call are taken by user space (collect/open_frames), counted lost. */
 struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __uint(max_entries, FL_GO_MAX_GOROUTINES); /* 1 when no Go function is traced */
   __type(key, struct fl_go_key);
   __type(value, struct fl_go_stack);
@@ -782,7 +789,8 @@ const struct fl_go_stack empty_go_stack = {};
  * ABI0 code, cgo): such a call cannot be paired per goroutine. */
 static __always_inline bool current_goroutine(struct pt_regs* ctx,
                                               const struct fl_fn_config* config,
-                                              struct fl_go_key* key, __u64* virtual_sp) {
+                                              struct fl_go_key* key, __u64* virtual_sp,
+                                              __u64* goid_at) {
   if (!config->goid_offset) return false;
   __u64 g = ctx->r14;
   __u64 bounds[2]; /* g.stack.lo, g.stack.hi */
@@ -790,8 +798,8 @@ static __always_inline bool current_goroutine(struct pt_regs* ctx,
   __u64 sp = PT_REGS_SP(ctx);
   if (sp < bounds[0] || sp >= bounds[1]) return false;
   __u64 goid;
-  if (bpf_probe_read_user(&goid, sizeof(goid), (const void*)(g + config->goid_offset)))
-    return false;
+  *goid_at = g + config->goid_offset;
+  if (bpf_probe_read_user(&goid, sizeof(goid), (const void*)*goid_at)) return false;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   key->goid = goid;
   key->tgid = (__u32)(pid_tgid >> 32);
@@ -813,19 +821,21 @@ int BPF_KPROBE(fl_go_entry) {
   if ((config->flags & FL_FN_GO_STACK_CHECK) && (ctx->flags & (FL_EFLAGS_CF | FL_EFLAGS_ZF)))
     return 0;
   struct fl_go_key key = {};
-  __u64 virtual_sp;
-  if (!current_goroutine(ctx, config, &key, &virtual_sp)) {
+  __u64 virtual_sp, goid_at;
+  if (!current_goroutine(ctx, config, &key, &virtual_sp, &goid_at)) {
     count_lost(fn_id, LOST_DEPTH);
     return 0;
   }
   struct fl_go_stack* stack = bpf_map_lookup_elem(&go_stacks, &key);
   if (!stack) {
+    /* No room (more goroutines in traced calls than --go-goroutines): lost. */
     bpf_map_update_elem(&go_stacks, &key, &empty_go_stack, BPF_NOEXIST);
     stack = bpf_map_lookup_elem(&go_stacks, &key);
     if (!stack) {
       count_lost(fn_id, LOST_DEPTH);
       return 0;
     }
+    stack->goid_at = goid_at;
   }
   bool pushed;
   stack->depth = push_call(stack->frames, FL_GO_MAX_DEPTH, stack->depth, fn_id, virtual_sp,
@@ -843,13 +853,16 @@ int BPF_KPROBE(fl_go_exit) {
   struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (!config) return 0;
   struct fl_go_key key = {};
-  __u64 virtual_sp;
-  if (!current_goroutine(ctx, config, &key, &virtual_sp)) return 0;
+  __u64 virtual_sp, goid_at;
+  if (!current_goroutine(ctx, config, &key, &virtual_sp, &goid_at)) return 0;
   struct fl_go_stack* stack = bpf_map_lookup_elem(&go_stacks, &key);
   if (!stack) return 0;
   __u64 duration_ns, arg = 0, child_ns = 0;
-  if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now, &duration_ns,
-               &arg, &child_ns)) {
+  bool popped = pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now,
+                         &duration_ns, &arg, &child_ns);
+  /* Out of its last traced call: the goroutine's room goes back to the map. */
+  if (stack->depth == 0) bpf_map_delete_elem(&go_stacks, &key);
+  if (popped) {
     /* The results are in their registers at the `ret`: word value_index. */
     __u64 result = value_source == FL_VALUE_RETVAL ? go_word(ctx, value_index) : 0;
     record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET, value_of_call(arg, result),

@@ -199,8 +199,8 @@ struct fl_thread_switches {
 /* Frames per goroutine: ret-instruction exits have no kernel limit; deeper
  * calls are counted as not timed. */
 #define FL_GO_MAX_DEPTH 16
-/* Goroutines with a traced call in flight at once (an LRU map: the state of
- * goroutines that ended is reused first). 8192 x 520 bytes = 4.3 MB. */
+/* Goroutines with a traced call in flight at once, by default (--go-goroutines).
+ * The map is allocated as goroutines enter: the bound costs 16 B a hash bucket. */
 #define FL_GO_MAX_GOROUTINES 8192
 
 /* goid is unique for the life of a process (g structures are reused, goids
@@ -215,6 +215,10 @@ struct fl_go_key {
 struct fl_go_stack {
   __u32 depth;
   __u32 reserved;
+  /* Where the goroutine's goid lies in its process (g + goid offset): a
+   * goroutine that ended inside a call leaves its stack behind, and user
+   * space sees it ended when its g holds another goid there. */
+  __u64 goid_at;
   struct fl_frame frames[FL_GO_MAX_DEPTH];
 };
 

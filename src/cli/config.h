@@ -9,6 +9,7 @@
 
 #include "agent/agent_config.h"
 #include "collect/trace_session.h"
+#include "collect/tracing_choices.h"
 #include "collect/value_series.h"
 #include "model/span.h"
 #include "probe/probe_plan.h"
@@ -50,6 +51,8 @@ struct Config {
   ValueSeries value_series;                // --by retval[:RULE] / argN[:BUCKETS]
   uint32_t kernel_slots = 64;              // --kernel-slots
   std::vector<std::string> cgroups;        // -c/--cgroup: cgroup v2 directories to trace
+  // --go-goroutines: Go code's goroutines inside traced calls at once.
+  uint32_t go_goroutines = kDefaultGoGoroutines;
   size_t slowest = 0;                      // --slowest K: the K slowest calls with their stacks
   std::optional<uint64_t> slower_than_ns;  // --slower-than: show each slower call as it ends
   // --follow or --config: programs followed into every container (each
@@ -91,6 +94,7 @@ struct CommandLine {
   uint32_t max_series = 1000;
   std::string series_expiry;
   uint32_t kernel_slots = 64;
+  uint32_t go_goroutines = 0;  // 0: not given
   std::vector<std::string> cgroups;
   size_t slowest = 0;
   std::string slower_than;

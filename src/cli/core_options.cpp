@@ -58,6 +58,11 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
                  "stay in events mode until a slot is free")
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
+  app.add_option("--go-goroutines", v.go_goroutines,
+                 "Go code: at most N goroutines inside traced calls at once; an entry\n"
+                 "past them is counted lost (default 8192; kernel memory as they enter)")
+      ->check(CLI::Range(1u, kMaxGoGoroutines))
+      ->type_name("N");
   app.add_option("-c,--cgroup", v.cgroups,
                  "Trace only tasks in this cgroup v2 directory or below it (repeatable)")
       ->type_name("PATH");

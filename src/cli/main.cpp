@@ -30,6 +30,7 @@
 #include "collect/aggregator.h"
 #include "collect/calibration.h"
 #include "collect/cgroup_names.h"
+#include "collect/open_frames.h"
 #include "collect/trace_session.h"
 #include "common/unique_fd.h"
 #include "offline/offline_module.h"
@@ -492,7 +493,9 @@ Result<void> drop_after_attach(const std::optional<TargetUser>& user, const Conf
       (late.waiting() ? late_attach_capabilities(probes.method == AttachMethod::kPerfEvent) : 0) |
           // Following: links and task iterators made as programs start.
           (config.following() ? late_attach_capabilities(true) : 0) |
-          (probes.object->slow_calls() ? stack_unwinding_capabilities() : 0));
+          (probes.object->slow_calls() ? stack_unwinding_capabilities() : 0) |
+          // Go code: whether a goroutine with a call in flight ended (its g's goid).
+          (probes.object->options().go_programs ? process_memory_capabilities() : 0));
 }
 
 // How the session runs: the run's options, and the callbacks through which
@@ -521,6 +524,12 @@ SessionOptions run_session_options(const Config& config, const Messages& message
     return named;
   };
   if (probes.object->slow_calls()) name_slow_call_stacks(stacks, options);
+  if (probes.object->options().go_programs) {
+    options.read_goid = [](uint32_t tgid, uint64_t address) {
+      RaisedCapabilities raised;  // another process's memory (drop_privileges)
+      return read_goid(tgid, address);
+    };
+  }
   return options;
 }
 

@@ -74,6 +74,7 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   load.max_series = config.max_series;
   // --mode events never aggregates in the kernel: one slot, not a pool.
   load.kernel_slots = config.mode == ModeChoice::kEvents ? 1 : config.kernel_slots;
+  load.go_goroutines = config.go_goroutines;
   // Functions attached later may need either kind of exit; load_and_attach
   // adds the programs the plans at hand need.
   load.return_program = awaiting;

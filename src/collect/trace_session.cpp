@@ -150,14 +150,16 @@ void TraceSession::delete_ended_kernel_series() {
   }
 }
 
-// Go code: the frames goroutines of exited processes left open (the last
-// call a panic abandoned, a goroutine that ended inside a call) never
-// return; counted lost, as the probes count a frame a later call shows
-// abandoned. A process still running keeps its frames: calls in flight.
+// Go code: the frames goroutines left open when they ended inside a call
+// (the last call a panic abandoned) or their process exited never return;
+// counted lost, as the probes count a frame a later call shows abandoned,
+// and their room in the map freed. A goroutine still running keeps its
+// frames: calls in flight.
 Result<void> TraceSession::count_frames_left_open() {
   if (!object_.options().go_programs) return {};
-  auto open = take_open_go_frames_of_exited(object_.go_stacks_fd(),
-                                            [](uint32_t tgid) { return process_gone(tgid); });
+  auto open = take_open_go_frames_of_ended(
+      object_.go_stacks_fd(), [](uint32_t tgid) { return process_gone(tgid); },
+      options_.read_goid ? options_.read_goid : read_goid);
   if (!open) return std::unexpected(open.error());
   for (const auto& [fn_id, frames] : *open) {
     aggregator_.on_lost(fn_id, LostCounts{.unreturned = frames});

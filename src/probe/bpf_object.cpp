@@ -42,7 +42,7 @@ static_assert(sizeof(fl_shadow_stack) ==
 static_assert(sizeof(fl_thread_switches) == 40);
 
 static_assert(sizeof(fl_go_key) == 16);
-static_assert(sizeof(fl_go_stack) == 8 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
+static_assert(sizeof(fl_go_stack) == 16 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
 
 uint32_t stats_parts(bool cpu_split, bool self_time) {
   return (cpu_split ? uint32_t{FL_CALL_PARTS} : 1u) + (self_time ? 1u : 0u);
@@ -94,7 +94,7 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
        options.slow_calls && (options.slowest_floor_k || options.slow_floors) ? entries : 1},
       {skeleton->maps.series_stats, options.series_by ? options.max_series * parts : 1},
       {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
-      {skeleton->maps.go_stacks, options.go_programs ? FL_GO_MAX_GOROUTINES : 1},
+      {skeleton->maps.go_stacks, options.go_programs ? options.go_goroutines : 1},
       {skeleton->maps.span_config, static_cast<uint32_t>(options.spans.size())},
       {skeleton->maps.span_lost, static_cast<uint32_t>(options.spans.size())},
       {skeleton->maps.open_spans, options.spans.empty() ? 1 : options.span_capacity},
