@@ -60,7 +60,7 @@ Result<void> take_series_and_slow_calls(const CommandLine& v, Config& config) {
     }
     config.series_expiry = std::chrono::milliseconds(*expiry / 1'000'000);
   }
-  config.kernel_slots = v.kernel_slots;
+  if (v.kernel_slots) config.kernel_slots = v.kernel_slots;
   if (v.go_goroutines) config.go_goroutines = v.go_goroutines;
   config.cgroups = v.cgroups;
   config.slowest = v.slowest;

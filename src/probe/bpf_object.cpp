@@ -65,6 +65,15 @@ uint32_t slots_for(const LoadOptions& options) {
   return std::clamp<uint32_t>(options.kernel_slots ? options.kernel_slots : entries, 1, entries);
 }
 
+// --by in kernel mode: the series folded into `other` are counted once each
+// while the LRU holds them: as many as the series kept apart, at least
+// enough that the LRU's per-CPU free lists never evict early (its refill
+// takes up to 128 free entries a CPU), at most what it was before it followed
+// --max-series (2 MB preallocated).
+uint32_t folded_series_entries(uint32_t max_series) {
+  return std::clamp<uint32_t>(max_series, 1024, 16384);
+}
+
 // Read-only settings and map sizes, before load. A map a run does not use
 // keeps one entry (the LRU and per-CPU ones are allocated whole). Returns a
 // negative errno and the map it failed on.
@@ -93,7 +102,8 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
       {skeleton->maps.slow_floors,
        options.slow_calls && (options.slowest_floor_k || options.slow_floors) ? entries : 1},
       {skeleton->maps.series_stats, options.series_by ? options.max_series * parts : 1},
-      {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
+      {skeleton->maps.folded_series,
+       options.series_by ? folded_series_entries(options.max_series) : 1},
       {skeleton->maps.go_stacks, options.go_programs ? options.go_goroutines : 1},
       {skeleton->maps.span_config, static_cast<uint32_t>(options.spans.size())},
       {skeleton->maps.span_lost, static_cast<uint32_t>(options.spans.size())},

@@ -77,6 +77,29 @@ TEST(LoadOptions, SizedForTheSitesAndRoomForLibrariesAwaited) {
   EXPECT_EQ(load.function_subtract_ns, (std::vector<uint64_t>{900, 300}));
 }
 
+TEST(LoadOptions, KernelSlotsFollowTheFunctionsKnownWhenMoreMayCome) {
+  Config config = config_for({"./app:op*"});
+  config.pid = 7;
+  PlannedTargets targets;
+  targets.sites = {site_at(0x10), site_at(0x20)};
+  targets.plans.resize(2);
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 64u);
+  // Functions attached later: those known and 16 more, at most 64.
+  targets.waiting.push_back(TargetSpec{"plugin", "handle"});
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 18u);
+  targets.sites.assign(60, site_at(0x10));
+  targets.plans.resize(60);
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 64u);
+  // --kernel-slots given wins; --mode events needs one.
+  config.kernel_slots = 100;
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 100u);
+  config.mode = ModeChoice::kEvents;
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 1u);
+  // Go code: the goroutines' room.
+  config.go_goroutines = 300;
+  EXPECT_EQ(load_options(config, targets, std::nullopt).go_goroutines, 300u);
+}
+
 TEST(WatchOptions, LaterFunctionsStartWhereTheSitesEnd) {
   Config config = config_for({"plugin:handle"});
   config.pid = 9;
