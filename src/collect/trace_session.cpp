@@ -36,11 +36,14 @@ Result<void> watch(int epoll_fd, int fd, EpollTag tag) {
 }
 
 constexpr std::chrono::milliseconds kPolicyPeriod{250};
+// Go code: how often the stacks of goroutines that ended inside a call are
+// looked for when no interval does it (their room is the bound's).
+constexpr std::chrono::seconds kFrameSweepPeriod{1};
 
 }  // namespace
 
 struct TraceSession::Schedule {
-  Clock::time_point next_policy, last_policy, next_live, next_late_attach;
+  Clock::time_point next_policy, last_policy, next_live, next_late_attach, next_frame_sweep;
   bool reload_asked = false;
   std::optional<Clock::time_point> next_interval, deadline;
 };
@@ -465,7 +468,8 @@ TraceSession::Schedule TraceSession::start_schedule(Clock::time_point start) con
   Schedule schedule{.next_policy = start + kPolicyPeriod,
                     .last_policy = start,
                     .next_live = start + options_.live_period,
-                    .next_late_attach = start};
+                    .next_late_attach = start,
+                    .next_frame_sweep = start + kFrameSweepPeriod};
   if (options_.interval.count() > 0) schedule.next_interval = start + options_.interval;
   if (options_.duration) schedule.deadline = start + *options_.duration;
   return schedule;
@@ -528,6 +532,10 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(EventReader& reade
     schedule.next_policy = now + kPolicyPeriod;
   }
   if (stopping) return std::optional<StopReason>();
+  if (!schedule.next_interval && now >= schedule.next_frame_sweep) {
+    if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
+    schedule.next_frame_sweep = now + kFrameSweepPeriod;
+  }
   if (!options_.live_sinks.empty() && now >= schedule.next_live) {
     if (auto ok = write_live(reader); !ok) return std::unexpected(ok.error());
     schedule.next_live = now + options_.live_period;

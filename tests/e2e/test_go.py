@@ -370,3 +370,19 @@ def test_goroutines_that_end_inside_a_call_give_their_room_back(procs, tool, go_
     assert (fn["returned"], fn["abandoned"]) == (rounds, rounds), fn
     problems = function_problems(totals["main.panicky"], fn, mode)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.bpf
+def test_without_intervals_ended_goroutines_are_looked_for_every_second(procs, tool, go_program):
+    """The same without -i (an agent that only exports): the stacks of ended
+    goroutines are looked for every second, so 10 rounds 500 ms apart fit in
+    room for 6 goroutines."""
+    rounds = 10
+    totals, truth = trace_go(procs, tool, go_program("go-workload"), ["main.panicky"], "events",
+                             ["--scenario", "panic-goroutines", "--calls", str(rounds),
+                              "--procs", "1"],
+                             tool_args=["--go-goroutines", "6"])
+    fn = truth.function("main.panicky")
+    assert (fn["returned"], fn["abandoned"]) == (rounds, rounds), fn
+    problems = function_problems(totals["main.panicky"], fn, "events")
+    assert not problems, "\n".join(problems)
