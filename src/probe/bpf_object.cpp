@@ -68,8 +68,7 @@ uint32_t slots_for(const LoadOptions& options) {
 // --by in kernel mode: the series folded into `other` are counted once each
 // while the LRU holds them: as many as the series kept apart, at least
 // enough that the LRU's per-CPU free lists never evict early (its refill
-// takes up to 128 free entries a CPU), at most what it was before it followed
-// --max-series (2 MB preallocated).
+// takes up to 128 free entries a CPU), at most 16,384 (2 MB preallocated).
 uint32_t folded_series_entries(uint32_t max_series) {
   return std::clamp<uint32_t>(max_series, 1024, 16384);
 }
