@@ -404,20 +404,22 @@ std::function<void(Report&)> agent_status(const Following& following) {
   if (!following.follower) return {};
   return [&following](Report& report) {
     const FollowStats stats = following.follower->stats();
-    AgentStatus status;
-    status.config_last_reload_successful = following.last_reload_ok;
-    status.config_reload_failures = following.reload_failures;
-    status.functions_attached = stats.functions_attached;
-    status.files_attached = stats.files_attached;
-    status.processes_seen = stats.processes_seen;
-    status.exec_dropped = stats.exec_dropped;
+    std::vector<std::pair<std::string, uint64_t>> attach_failures;
     for (size_t i = 0; i < stats.failures.size(); i++) {
-      status.attach_failures.emplace_back(
-          std::string(follow_failure_name(static_cast<FollowFailure>(i))), stats.failures[i]);
+      attach_failures.emplace_back(std::string(follow_failure_name(static_cast<FollowFailure>(i))),
+                                   stats.failures[i]);
     }
-    status.probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9;
-    status.kernel_memory_bytes = stats.kernel_memory_bytes;
-    report.agent = std::move(status);
+    report.agent = AgentStatus{
+        .config_last_reload_successful = following.last_reload_ok,
+        .config_reload_failures = following.reload_failures,
+        .functions_attached = stats.functions_attached,
+        .files_attached = stats.files_attached,
+        .processes_seen = stats.processes_seen,
+        .exec_dropped = stats.exec_dropped,
+        .attach_failures = std::move(attach_failures),
+        .probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9,
+        .kernel_memory_bytes = stats.kernel_memory_bytes,
+    };
   };
 }
 
