@@ -31,6 +31,7 @@
 #include "collect/calibration.h"
 #include "collect/cgroup_names.h"
 #include "collect/trace_session.h"
+#include "common/read_file.h"
 #include "common/unique_fd.h"
 #include "offline/offline_module.h"
 #include "output/console_sink.h"
@@ -363,6 +364,11 @@ Result<Following> start_following(const Config& config, const LoadOptions& load,
   if (!config.following()) return following;
   auto watch = ExecWatch::start(config.follow_hold);
   if (!watch) return std::unexpected(watch.error());
+  if (messages.verbose) {
+    const std::string grace =
+        grace_period_line(read_whole_file("/sys/kernel/rcu_expedited").value_or(std::string()));
+    if (!grace.empty()) messages.note(grace);
+  }
   AttachSettings settings =
       attach_settings(config, load, probes.method,
                       config.subtract_overhead ? calibration : std::optional<Calibration>());
