@@ -60,28 +60,22 @@ struct {
   __type(value, struct fl_thread_switches);
 } thread_switches SEC(".maps");
 
-/* max_entries of the per-function maps is set to the number of traced
- * functions before load. */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct fl_fn_stats);
-} fn_stats SEC(".maps");
+/* An array indexed by a __u32 number (a function's id, a kernel slot, a
+ * span's index): its max_entries, 1 here, is set by user space before load
+ * (probe/bpf_object: the functions, the slots times their parts, the spans). */
+#define FL_NUMBERED_ARRAY(map_type, value_type) \
+  struct {                                      \
+    __uint(type, map_type);                     \
+    __uint(max_entries, 1);                     \
+    __type(key, __u32);                         \
+    __type(value, value_type);                  \
+  }
 
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct fl_fn_lost);
-} fn_lost SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct fl_fn_config);
-} fn_config SEC(".maps");
+/* Kernel-mode totals: an entry per slot and part (the key: record_in_kernel). */
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, struct fl_fn_stats) fn_stats SEC(".maps");
+/* By function id. */
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, struct fl_fn_lost) fn_lost SEC(".maps");
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_ARRAY, struct fl_fn_config) fn_config SEC(".maps");
 
 /* --by in kernel mode: totals by series (sized to --max-series, allocated
  * as series appear, taken out by user space once a series ended: its
@@ -127,12 +121,7 @@ struct {
 } slow_calls SEC(".maps");
 
 /* --slowest: each function's floor (one entry when unused). */
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct fl_slow_floor);
-} slow_floors SEC(".maps");
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_ARRAY, struct fl_slow_floor) slow_floors SEC(".maps");
 
 /* Wake the reader early once the ring is this full; otherwise it polls. */
 #define FL_WAKEUP_THRESHOLD (512 << 10)
@@ -151,21 +140,25 @@ static __always_inline bool filtered_out(void) {
   return cgroup_filters && outside_cgroups();
 }
 
-enum lost_reason { LOST_UNRETURNED, LOST_DEPTH, LOST_RINGBUF, SPLIT_UNKNOWN, SLOW_DROPPED };
+/* Adds one to the __u64 counter `offset` bytes into entry `index` of `map`,
+ * an array of counter structs (fn_lost, span_lost). Atomic though per CPU: a
+ * uprobe's program can be preempted. */
+static __always_inline void count_at(void* map, __u32 index, __u32 offset) {
+  char* counters = bpf_map_lookup_elem(map, &index);
+  if (counters) __sync_fetch_and_add((__u64*)(counters + offset), 1);
+}
+
+/* A lost call's reason: the fl_fn_lost counter it adds to. */
+enum lost_reason {
+  LOST_UNRETURNED = __builtin_offsetof(struct fl_fn_lost, unreturned),
+  LOST_DEPTH = __builtin_offsetof(struct fl_fn_lost, depth),
+  LOST_RINGBUF = __builtin_offsetof(struct fl_fn_lost, ringbuf),
+  SPLIT_UNKNOWN = __builtin_offsetof(struct fl_fn_lost, split_unknown),
+  SLOW_DROPPED = __builtin_offsetof(struct fl_fn_lost, slow_dropped),
+};
 
 static __always_inline void count_lost(__u32 fn_id, enum lost_reason reason) {
-  struct fl_fn_lost* lost = bpf_map_lookup_elem(&fn_lost, &fn_id);
-  if (!lost) return;
-  if (reason == LOST_UNRETURNED)
-    __sync_fetch_and_add(&lost->unreturned, 1);
-  else if (reason == LOST_DEPTH)
-    __sync_fetch_and_add(&lost->depth, 1);
-  else if (reason == LOST_RINGBUF)
-    __sync_fetch_and_add(&lost->ringbuf, 1);
-  else if (reason == SPLIT_UNKNOWN)
-    __sync_fetch_and_add(&lost->split_unknown, 1);
-  else
-    __sync_fetch_and_add(&lost->slow_dropped, 1);
+  count_at(&fn_lost, fn_id, reason);
 }
 
 /* The helpers below work on a shadow stack's frames, a thread's or (Go
@@ -884,19 +877,9 @@ int BPF_KPROBE(fl_go_exit) {
 /* Fixed before load: the function id of span 0 (spans follow the functions). */
 const volatile __u32 span_first_fn = 0;
 
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1); /* the number of spans */
-  __type(key, __u32);
-  __type(value, struct fl_span_config);
-} span_config SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1); /* the number of spans */
-  __type(key, __u32);
-  __type(value, struct fl_span_lost);
-} span_lost SEC(".maps");
+/* By span index. */
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_ARRAY, struct fl_span_config) span_config SEC(".maps");
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, struct fl_span_lost) span_lost SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -905,18 +888,15 @@ struct {
   __type(value, struct fl_span_open);
 } open_spans SEC(".maps");
 
-enum span_count { SPAN_REUSED, SPAN_FULL, SPAN_UNSTARTED };
+/* What a span's probe counts: the fl_span_lost counter it adds to. */
+enum span_count {
+  SPAN_REUSED = __builtin_offsetof(struct fl_span_lost, reused),
+  SPAN_FULL = __builtin_offsetof(struct fl_span_lost, full),
+  SPAN_UNSTARTED = __builtin_offsetof(struct fl_span_lost, unstarted),
+};
 
 static __always_inline void count_span(__u32 index, enum span_count what) {
-  struct fl_span_lost* lost = bpf_map_lookup_elem(&span_lost, &index);
-  if (!lost) return;
-  /* Atomic though per CPU: a uprobe's program can be preempted. */
-  if (what == SPAN_REUSED)
-    __sync_fetch_and_add(&lost->reused, 1);
-  else if (what == SPAN_FULL)
-    __sync_fetch_and_add(&lost->full, 1);
-  else
-    __sync_fetch_and_add(&lost->unstarted, 1);
+  count_at(&span_lost, index, what);
 }
 
 /* A point's value: argument N at an entry, the return value at a return. */
@@ -924,14 +904,6 @@ static __always_inline __u64 span_value(struct pt_regs* ctx, __u32 source) {
   if (source == FL_SPAN_VALUE_RET) return FL_REG(ax);
   __u64 regs[6] = {FL_REG(di), FL_REG(si), FL_REG(dx), FL_REG(cx), FL_REG(r8), FL_REG(r9)};
   return source < 6 ? regs[source] : 0;
-}
-
-static __always_inline __u32 span_index(struct pt_regs* ctx) {
-  return (__u32)bpf_get_attach_cookie(ctx) & ~FL_SPAN_COOKIE_AT_RET;
-}
-
-static __always_inline struct fl_span_config* span_of(__u32 index) {
-  return bpf_map_lookup_elem(&span_config, &index);
 }
 
 static __always_inline void span_key_of(struct pt_regs* ctx, const struct fl_span_config* span,
@@ -947,14 +919,25 @@ static __always_inline void span_key_of(struct pt_regs* ctx, const struct fl_spa
   }
 }
 
+/* What both ends of a span begin with: the span this probe is a point of
+ * (its cookie holds the index) and the key the point makes, from the value
+ * `start` says (the start's or the end's). NULL when the process is filtered
+ * out or the index has no span. */
+static __always_inline struct fl_span_config* span_point(struct pt_regs* ctx, bool start,
+                                                         __u32* index, struct fl_span_key* key) {
+  if (filtered_out()) return NULL;
+  *index = (__u32)bpf_get_attach_cookie(ctx) & ~FL_SPAN_COOKIE_AT_RET;
+  struct fl_span_config* span = bpf_map_lookup_elem(&span_config, index);
+  if (!span) return NULL;
+  span_key_of(ctx, span, start ? span->start_value : span->end_value, key);
+  return span;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fl_span_start) {
-  if (filtered_out()) return 0;
-  const __u32 index = span_index(ctx);
-  struct fl_span_config* span = span_of(index);
-  if (!span) return 0;
+  __u32 index = 0;
   struct fl_span_key key = {};
-  span_key_of(ctx, span, span->start_value, &key);
+  if (!span_point(ctx, true, &index, &key)) return 0;
   struct fl_span_open open = {.start_ns = bpf_ktime_get_ns()};
   long rc = bpf_map_update_elem(&open_spans, &key, &open, BPF_NOEXIST);
   if (rc == -17 /* EEXIST */) {
@@ -971,12 +954,10 @@ int BPF_KPROBE(fl_span_start) {
 SEC("uprobe")
 int BPF_KPROBE(fl_span_end) {
   __u64 now = bpf_ktime_get_ns();
-  if (filtered_out()) return 0;
-  const __u32 index = span_index(ctx);
-  struct fl_span_config* span = span_of(index);
-  if (!span) return 0;
+  __u32 index = 0;
   struct fl_span_key key = {};
-  span_key_of(ctx, span, span->end_value, &key);
+  struct fl_span_config* span = span_point(ctx, false, &index, &key);
+  if (!span) return 0;
   struct fl_span_open* open = bpf_map_lookup_elem(&open_spans, &key);
   if (!open) {
     count_span(index, SPAN_UNSTARTED);

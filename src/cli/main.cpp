@@ -32,6 +32,7 @@
 #include "collect/cgroup_names.h"
 #include "collect/open_frames.h"
 #include "collect/trace_session.h"
+#include "common/read_file.h"
 #include "common/unique_fd.h"
 #include "offline/offline_module.h"
 #include "output/console_sink.h"
@@ -364,6 +365,11 @@ Result<Following> start_following(const Config& config, const LoadOptions& load,
   if (!config.following()) return following;
   auto watch = ExecWatch::start(config.follow_hold);
   if (!watch) return std::unexpected(watch.error());
+  if (messages.verbose) {
+    const std::string grace =
+        grace_period_line(read_whole_file("/sys/kernel/rcu_expedited").value_or(std::string()));
+    if (!grace.empty()) messages.note(grace);
+  }
   AttachSettings settings =
       attach_settings(config, load, probes.method,
                       config.subtract_overhead ? calibration : std::optional<Calibration>());
@@ -405,20 +411,22 @@ std::function<void(Report&)> agent_status(const Following& following) {
   if (!following.follower) return {};
   return [&following](Report& report) {
     const FollowStats stats = following.follower->stats();
-    AgentStatus status;
-    status.config_last_reload_successful = following.last_reload_ok;
-    status.config_reload_failures = following.reload_failures;
-    status.functions_attached = stats.functions_attached;
-    status.files_attached = stats.files_attached;
-    status.processes_seen = stats.processes_seen;
-    status.exec_dropped = stats.exec_dropped;
+    std::vector<std::pair<std::string, uint64_t>> attach_failures;
     for (size_t i = 0; i < stats.failures.size(); i++) {
-      status.attach_failures.emplace_back(
-          std::string(follow_failure_name(static_cast<FollowFailure>(i))), stats.failures[i]);
+      attach_failures.emplace_back(std::string(follow_failure_name(static_cast<FollowFailure>(i))),
+                                   stats.failures[i]);
     }
-    status.probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9;
-    status.kernel_memory_bytes = stats.kernel_memory_bytes;
-    report.agent = std::move(status);
+    report.agent = AgentStatus{
+        .config_last_reload_successful = following.last_reload_ok,
+        .config_reload_failures = following.reload_failures,
+        .functions_attached = stats.functions_attached,
+        .files_attached = stats.files_attached,
+        .processes_seen = stats.processes_seen,
+        .exec_dropped = stats.exec_dropped,
+        .attach_failures = std::move(attach_failures),
+        .probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9,
+        .kernel_memory_bytes = stats.kernel_memory_bytes,
+    };
   };
 }
 

@@ -275,6 +275,21 @@ std::string follow_banner(const Config& config) {
       text, name_in(kModeStatements, config.mode));
 }
 
+std::string grace_period_line(std::string_view rcu_expedited) {
+  while (!rcu_expedited.empty() && rcu_expedited.back() == '\n') rcu_expedited.remove_suffix(1);
+  if (rcu_expedited == "1") {
+    return "the node's RCU grace periods are expedited (/sys/kernel/rcu_expedited 1): a new "
+           "program file is attached within milliseconds of its exec";
+  }
+  if (rcu_expedited == "0") {
+    return "the node's RCU grace periods are normal (/sys/kernel/rcu_expedited 0): a new program "
+           "file's first attach waits for one, so its calls of the first ~10-20 ms after its exec "
+           "are not timed; --follow-hold times them, the node's rcu_expedited=1 shortens the "
+           "wait (docs/agent.md)";
+  }
+  return {};
+}
+
 std::string never_loaded_line(int pid, std::span<const TargetSpec> pending) {
   return fmt::format("process {} never loaded the library of {}", pid, describe_waiting(pending));
 }

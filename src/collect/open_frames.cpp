@@ -45,39 +45,37 @@ Result<std::map<uint32_t, uint64_t>> take_open_go_frames_of_ended(
   // Every process's stacks: those of a process still running are looked at
   // one by one (has their goroutine ended?).
   std::map<uint32_t, bool> gone_by_tgid;
-  auto keys = keys_of_processes<fl_go_key>(
+  return count_keys_of_processes<fl_go_key>(
       go_stacks_fd,
       [&](uint32_t tgid) {
         gone_by_tgid[tgid] = gone(tgid);
         return true;
       },
-      "goroutine stacks (go_stacks)");
-  if (!keys) return std::unexpected(keys.error());
-  std::map<uint32_t, uint64_t> open_frames;
-  for (const fl_go_key& key : *keys) {
-    fl_go_stack stack{};
-    if (bpf_map_lookup_elem(go_stacks_fd, &key, &stack) != 0) {
-      if (errno == ENOENT) continue;  // its call returned meanwhile
-      return runtime_error(
-          fmt::format("read the goroutine stack of process {} goroutine {}", key.tgid, key.goid),
-          errno);
-    }
-    if (!gone_by_tgid[key.tgid]) {
-      // Running, or not readable (not yet known where its goid lies): in flight.
-      const auto goid = goid_at(key.tgid, stack.goid_at);
-      if (!goid || *goid == key.goid) continue;
-    }
-    for (uint32_t depth = 0; depth < stack.depth && depth < FL_GO_MAX_DEPTH; ++depth) {
-      open_frames[stack.frames[depth].fn_id]++;
-    }
-    // Counted once: deleted, or (ENOENT) taken meanwhile.
-    if (bpf_map_delete_elem(go_stacks_fd, &key) != 0 && errno != ENOENT) {
-      return runtime_error(
-          fmt::format("delete the goroutine stack of process {} goroutine {}", key.tgid, key.goid),
-          errno);
-    }
-  }
-  return open_frames;
+      "goroutine stacks (go_stacks)",
+      [&](const fl_go_key& key, std::map<uint32_t, uint64_t>& open_frames) -> Result<void> {
+        fl_go_stack stack{};
+        if (bpf_map_lookup_elem(go_stacks_fd, &key, &stack) != 0) {
+          if (errno == ENOENT) return {};  // its call returned meanwhile
+          return runtime_error(fmt::format("read the goroutine stack of process {} goroutine {}",
+                                           key.tgid, key.goid),
+                               errno);
+        }
+        if (!gone_by_tgid[key.tgid]) {
+          // Running, or not readable (not yet known where its goid lies): in flight.
+          const auto goid = goid_at(key.tgid, stack.goid_at);
+          if (!goid || *goid == key.goid) return {};
+        }
+        for (uint32_t depth = 0; depth < stack.depth && depth < FL_GO_MAX_DEPTH; ++depth) {
+          open_frames[stack.frames[depth].fn_id]++;
+        }
+        // Counted once: deleted, or (ENOENT) taken meanwhile.
+        if (bpf_map_delete_elem(go_stacks_fd, &key) != 0 && errno != ENOENT) {
+          return runtime_error(fmt::format("delete the goroutine stack of process {} goroutine {}",
+                                           key.tgid, key.goid),
+                               errno);
+        }
+        return {};
+      });
 }
 
 }  // namespace funclatency

@@ -212,64 +212,48 @@ BpfObject::~BpfObject() {
   funclatency_bpf::destroy(skeleton_);
 }
 
-bpf_program* BpfObject::entry_program() const {
-  return skeleton_->progs.fl_entry;
-}
-bpf_program* BpfObject::return_program() const {
-  return skeleton_->progs.fl_return;
-}
-bpf_program* BpfObject::exit_program() const {
-  return skeleton_->progs.fl_exit;
-}
-bpf_program* BpfObject::go_entry_program() const {
-  return skeleton_->progs.fl_go_entry;
-}
-bpf_program* BpfObject::go_exit_program() const {
-  return skeleton_->progs.fl_go_exit;
-}
-bpf_program* BpfObject::sched_switch_program() const {
-  return skeleton_->progs.fl_sched_switch;
-}
-bpf_program* BpfObject::thread_exit_program() const {
-  return skeleton_->progs.fl_thread_exit;
-}
-bpf_program* BpfObject::span_start_program() const {
-  return skeleton_->progs.fl_span_start;
-}
-bpf_program* BpfObject::span_end_program() const {
-  return skeleton_->progs.fl_span_end;
-}
-int BpfObject::open_spans_fd() const {
-  return bpf_map__fd(skeleton_->maps.open_spans);
-}
-int BpfObject::span_lost_fd() const {
-  return bpf_map__fd(skeleton_->maps.span_lost);
-}
-int BpfObject::fn_stats_fd() const {
-  return bpf_map__fd(skeleton_->maps.fn_stats);
-}
-int BpfObject::fn_lost_fd() const {
-  return bpf_map__fd(skeleton_->maps.fn_lost);
-}
-int BpfObject::fn_config_fd() const {
-  return bpf_map__fd(skeleton_->maps.fn_config);
-}
-int BpfObject::events_fd() const {
-  return bpf_map__fd(skeleton_->maps.events);
-}
+// The skeleton's programs and maps the rest of the code reaches, as lists of
+// (accessor, name in the skeleton): one more is a line here and its
+// declaration in bpf_object.h.
+#define FL_PROGRAM_ACCESSORS(X)            \
+  X(entry_program, fl_entry)               \
+  X(return_program, fl_return)             \
+  X(exit_program, fl_exit)                 \
+  X(go_entry_program, fl_go_entry)         \
+  X(go_exit_program, fl_go_exit)           \
+  X(sched_switch_program, fl_sched_switch) \
+  X(thread_exit_program, fl_thread_exit)   \
+  X(span_start_program, fl_span_start)     \
+  X(span_end_program, fl_span_end)
+#define FL_MAP_FD_ACCESSORS(X)     \
+  X(open_spans_fd, open_spans)     \
+  X(span_lost_fd, span_lost)       \
+  X(fn_stats_fd, fn_stats)         \
+  X(fn_lost_fd, fn_lost)           \
+  X(fn_config_fd, fn_config)       \
+  X(events_fd, events)             \
+  X(slow_calls_fd, slow_calls)     \
+  X(series_stats_fd, series_stats) \
+  X(go_stacks_fd, go_stacks)
+#define FL_DEFINE_PROGRAM_ACCESSOR(accessor, program) \
+  bpf_program* BpfObject::accessor() const {          \
+    return skeleton_->progs.program;                  \
+  }
+#define FL_DEFINE_MAP_FD_ACCESSOR(accessor, map) \
+  int BpfObject::accessor() const {              \
+    return bpf_map__fd(skeleton_->maps.map);     \
+  }
+FL_PROGRAM_ACCESSORS(FL_DEFINE_PROGRAM_ACCESSOR)
+FL_MAP_FD_ACCESSORS(FL_DEFINE_MAP_FD_ACCESSOR)
+#undef FL_DEFINE_MAP_FD_ACCESSOR
+#undef FL_DEFINE_PROGRAM_ACCESSOR
+#undef FL_MAP_FD_ACCESSORS
+#undef FL_PROGRAM_ACCESSORS
+
 uint64_t BpfObject::start_slow_interval() {
   return __atomic_add_fetch(&skeleton_->bss->slow_gen, 1, __ATOMIC_SEQ_CST);
 }
 
-int BpfObject::slow_calls_fd() const {
-  return bpf_map__fd(skeleton_->maps.slow_calls);
-}
-int BpfObject::series_stats_fd() const {
-  return bpf_map__fd(skeleton_->maps.series_stats);
-}
-int BpfObject::go_stacks_fd() const {
-  return bpf_map__fd(skeleton_->maps.go_stacks);
-}
 uint64_t BpfObject::series_folded() const {
   return __atomic_load_n(&skeleton_->bss->series_folded, __ATOMIC_RELAXED);
 }

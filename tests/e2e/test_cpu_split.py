@@ -13,9 +13,10 @@ from conftest import rows_from_json, totals_by_symbol, trace_workload, usec_row
 pytestmark = [pytest.mark.bpf, pytest.mark.alone]
 MODES = ["events", "kernel"]
 CALLS = 30
-# Interrupts handled while the workload burns count in neither its CPU clock
-# nor the tool's runnable time: a bound on them per call.
-IRQ_SLACK_NS = 200_000
+# The scheduler times a wait on the run queue with its run queue's clock, the
+# tool with the switches' own timestamps: they differ by a few microseconds a
+# switch, a bound on that per time the thread got the CPU back.
+SWITCH_CLOCK_SLACK_NS = 20_000
 
 
 def rows_list(rows: dict) -> list:
@@ -52,6 +53,15 @@ def slowest_calls(record: dict, calls: list) -> str:
     worst = sorted(calls, key=outside, reverse=True)[:3]
     return (f"wall rows {rows_from_json(record)}; calls with the most time outside the body's "
             f"burn and sleep: {[dict(c, outside_ns=outside(c)) for c in worst]}")
+
+
+def longest_burn_waits(calls: list) -> str:
+    """For a failure's message: the four calls that waited longest on the run
+    queue during their burn, by the scheduler and by the burn's own clocks."""
+    worst = sorted(calls, key=lambda c: c["burn_run_delay_ns"], reverse=True)[:4]
+    return "longest burn waits (run_delay us, wall less CPU us, wall us): " + str(
+        [(c["burn_run_delay_ns"] // 1000, (c["burn_wall_ns"] - c["burn_cpu_ns"]) // 1000,
+          c["wall_ns"] // 1000) for c in worst])
 
 
 def split_samples(truth_path) -> dict:
@@ -109,22 +119,27 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
         assert low - 1 <= blocked[0] and blocked[-1] <= high + 1, (symbol, blocked, low, high)
         assert record["lost"] == 0, record
 
-        # Runnable: at least the burn's wall time less its CPU time (waiting
-        # for the CPU while burning; less IRQ_SLACK_NS of interrupts, which
-        # the thread's CPU clock leaves out too), at most the call's wall
-        # time less its CPU time and the sleep asked for; within a row of
-        # those per call.
+        # Runnable (switched out while runnable): at least what the scheduler
+        # says the thread waited on the run queue during the burn (run_delay;
+        # the burn never sleeps, so all of it is preemption), at most the call's wall time
+        # less its CPU time and the sleep asked for; within a row of those per
+        # call. The burn's wall less its CPU time is no lower bound: on a
+        # virtual machine the hypervisor steals time from a running thread
+        # (the steal column of /proc/stat), which neither the thread's CPU
+        # clock nor the run queue counts, and which the tool, seeing no
+        # switch, rightly puts on the CPU (a call of split_alone once burned
+        # 1.5 ms of CPU in 4 ms of wall, none of it runnable).
         rows_between(
             rows_from_json(record["runnable"]),
-            [usec_row(max(0, c["burn_wall_ns"] - c["burn_cpu_ns"] - IRQ_SLACK_NS) // 1000)
-             for c in calls],
+            [usec_row(max(0, c["burn_run_delay_ns"] - SWITCH_CLOCK_SLACK_NS * c["burn_arrivals"])
+                      // 1000) for c in calls],
             [usec_row(max(0, c["wall_ns"] - c["cpu_ns"] - c["sleep_asked_ns"]) // 1000)
              for c in calls],
-            f"{symbol} runnable; {parts_of(record)}")
+            f"{symbol} runnable; {parts_of(record)}; {longest_burn_waits(calls)}")
 
     alone, contended = totals["split_alone"], totals["split_contended"]
-    waited = sum(c["burn_wall_ns"] - c["burn_cpu_ns"] for c in samples["split_contended"])
-    # The program saw the contention, and the tool sees more waiting for the
+    waited = sum(c["burn_run_delay_ns"] for c in samples["split_contended"])
+    # The scheduler saw the contention, and the tool sees more waiting for the
     # CPU with the busy threads than without (alone it is near zero on an
     # idle machine; the per-call bounds above hold on a busy one too).
     assert waited > 10_000_000, f"the busy threads took only {waited} ns from the burns"

@@ -215,6 +215,18 @@ TEST(Lines, BannerNamesTheTargetsTheModeAndWhatIsAwaited) {
             "process 12 never loaded the library of plugin:handle, other:run*");
 }
 
+TEST(Lines, GracePeriodLineSaysWhichTheNodeHasAndNothingForOtherContent) {
+  // The content as sysfs gives it, with its newline.
+  const std::string normal = grace_period_line("0\n");
+  EXPECT_TRUE(normal.starts_with("the node's RCU grace periods are normal")) << normal;
+  EXPECT_NE(normal.find("--follow-hold"), std::string::npos) << normal;
+  EXPECT_NE(normal.find("rcu_expedited=1"), std::string::npos) << normal;
+  const std::string expedited = grace_period_line("1\n");
+  EXPECT_TRUE(expedited.starts_with("the node's RCU grace periods are expedited")) << expedited;
+  EXPECT_EQ(grace_period_line(""), "");  // the file unread
+  EXPECT_EQ(grace_period_line("2\n"), "");
+}
+
 TEST(Listing, ShowsThePlannersEntryAndWhyAFunctionIsNotProbed) {
   std::vector<ListedFunction> listed(3);
   listed[0].symbol = "slow_op";
