@@ -284,6 +284,34 @@ static __always_inline __u64 switches_before_clock(void) {
   return split_stride ? kernel_switches() : 0;
 }
 
+/* --cpu-split: settles a thread that is on a CPU while its entry says it
+ * left and never came back. Not every context switch reaches the
+ * sched_switch tracepoint: on the kernel of the machines this was measured
+ * on, no switch away from some system threads does (ftrace's sched_switch
+ * event misses them too), so a thread one of them hands the CPU back to is
+ * seen leaving and not returning, and its next switch-out would start its
+ * time out over, the wait before counted as on-CPU. The scheduler's own
+ * account says what happened: one arrival on a CPU since it left, and the
+ * run_delay added by it, the wait for the CPU. A thread that left runnable
+ * waited all of it; one that left sleeping, or whose arrivals do not add up,
+ * has its time out unknown, and so have the calls in flight (untimed_outs).
+ * Called on the thread's own CPU, from a uprobe too, which can be preempted
+ * (and the thread switched out) at any point: the time out is taken with an
+ * exchange, and a switch-out in between (outs moved) makes it unknown. */
+static __always_inline void settle_unseen_return(struct fl_thread_switches* thread,
+                                                 struct task_struct* task) {
+  __u64 outs = *(volatile __u64*)&thread->outs;
+  if (!__sync_lock_test_and_set(&thread->out_since_ns, 0)) return;
+  __u64 arrivals = task->sched_info.pcount - thread->out_arrivals;
+  __u64 waited_ns = task->sched_info.run_delay - thread->out_run_delay_ns;
+  __u32 runnable = thread->out_runnable;
+  asm volatile("" ::: "memory");
+  if (runnable && arrivals == 1 && *(volatile __u64*)&thread->outs == outs)
+    __sync_fetch_and_add(&thread->runnable_ns, waited_ns);
+  else if (thread->untimed_outs < outs)
+    thread->untimed_outs = outs;
+}
+
 /* --cpu-split: notes the thread's switched-out totals as the call at
  * `depth` starts, and that a call is in flight; `kernel_before` is
  * switches_before_clock() read before the entry's clock. */
@@ -299,7 +327,7 @@ static __always_inline void mark_switches(struct fl_shadow_stack* stack, __u32 d
     thread = bpf_map_lookup_elem(&thread_switches, &tid);
     if (!thread) return;
   }
-  thread->out_since_ns = 0; /* running now */
+  settle_unseen_return(thread, bpf_get_current_task_btf()); /* running now */
   thread->in_call = depth;
   marks->runnable_ns = thread->runnable_ns;
   marks->blocked_ns = thread->blocked_ns;
@@ -671,12 +699,14 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
     record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
     return 0;
   }
+  settle_unseen_return(thread, bpf_get_current_task_btf());
   thread->in_call = stack->depth;
   /* Now and then a context switch does not reach the sched_switch program
-   * (the kernel counted more switch-outs than it saw, or the thread runs
-   * while still marked out): the split of that call is unknown, its wall
-   * time is still right. */
-  if (switches - marks->kernel_switches != thread->outs - marks->outs || thread->out_since_ns) {
+   * (the kernel counted more switch-outs than it saw, or the thread came
+   * back to the CPU unseen at a time not known): the split of that call is
+   * unknown, its wall time is still right. */
+  if (switches - marks->kernel_switches != thread->outs - marks->outs ||
+      marks->outs < thread->untimed_outs) {
     count_lost(fn_id, SPLIT_UNKNOWN);
     record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
     return 0;
@@ -738,12 +768,16 @@ int BPF_PROG(fl_sched_switch, bool preempt, struct task_struct* prev, struct tas
   __u64 now = bpf_ktime_get_ns();
   __u32 prev_tid = prev->pid, next_tid = next->pid;
   struct fl_thread_switches* out = bpf_map_lookup_elem(&thread_switches, &prev_tid);
-  if (out) out->outs++;
   if (out && out->in_call) {
+    /* Still marked out: it came back unseen. */
+    settle_unseen_return(out, prev);
     out->out_since_ns = now;
     /* Preempted, or yielding while running: still on a run queue. */
     out->out_runnable = preempt || prev_state == 0 /* TASK_RUNNING */;
+    out->out_run_delay_ns = prev->sched_info.run_delay;
+    out->out_arrivals = prev->sched_info.pcount;
   }
+  if (out) out->outs++;
   struct fl_thread_switches* in = bpf_map_lookup_elem(&thread_switches, &next_tid);
   if (in && in->out_since_ns) {
     __u64 out_ns = now - in->out_since_ns;

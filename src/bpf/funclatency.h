@@ -184,6 +184,16 @@ struct fl_thread_switches {
   __u32 out_runnable; /* how it left the CPU at out_since_ns */
   __u32 in_call;      /* a traced call is in flight: only then is time noted */
   __u64 outs;         /* switch-outs seen, to check against the kernel's count */
+  /* The scheduler's own account of the thread (task->sched_info) as it left
+   * at out_since_ns: its time waiting on a run queue and its arrivals on a
+   * CPU. A return to the CPU no sched_switch program saw is timed from them
+   * (see settle_unseen_return in funclatency.bpf.c). */
+  __u64 out_run_delay_ns;
+  __u64 out_arrivals;
+  /* `outs` when the thread left the CPU the last time whose return could
+   * not be timed: a call marked before that (its marks' outs lower) has an
+   * unknown split. */
+  __u64 untimed_outs;
 };
 /* Threads the switch totals are kept for (an LRU map: threads that ended go
  * first). */

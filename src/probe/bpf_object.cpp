@@ -39,7 +39,7 @@ static_assert(sizeof(fl_series_key) == 48);
 static_assert(sizeof(fl_switch_marks) == 32);
 static_assert(sizeof(fl_shadow_stack) ==
               8 + FL_MAX_DEPTH * sizeof(fl_frame) + FL_MAX_DEPTH * sizeof(fl_switch_marks));
-static_assert(sizeof(fl_thread_switches) == 40);
+static_assert(sizeof(fl_thread_switches) == 64);
 
 static_assert(sizeof(fl_go_key) == 16);
 static_assert(sizeof(fl_go_stack) == 16 + FL_GO_MAX_DEPTH * sizeof(fl_frame));

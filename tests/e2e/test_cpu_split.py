@@ -84,8 +84,12 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
         record = totals[symbol]
         calls = samples[symbol]
         assert record["count"] == truth.function(symbol)["returned"] == len(calls) == CALLS
-        # Now and then a context switch misses the sched_switch program; the
-        # tool then says the call's split is unknown rather than guess.
+        # Some context switches never reach the sched_switch tracepoint (here
+        # those away from some system threads): a thread handed the CPU back
+        # by one is seen leaving and not coming back. After a preemption the
+        # tool times that wait from the scheduler's run_delay; any other time
+        # out it cannot time, and it says the call's split is unknown rather
+        # than guess (as when the kernel counted a switch-out it did not see).
         unknown = record["split_unknown"]
         assert unknown <= CALLS // 10, f"{symbol}: {unknown} calls with an unknown split"
         for part in ("oncpu", "runnable", "blocked"):
@@ -99,14 +103,9 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
             assert parts_sum < record["sum_ns"], (symbol, parts_sum, record["sum_ns"])
         # On-CPU: at least the thread CPU time the body measured, at most the
         # call's wall time less the sleep it asked for (asleep, it cannot
-        # run); within a row of those per call. Held to the CPU clock alone,
-        # it failed 4 times in 24 with idle-priority loops beside it (the
-        # fuzzers, for a day): a call asked 6 ms of sleep, came back after
-        # 8.8 (its CPU clock: 1.54 ms in all), and the tool, missing no
-        # switch, put it on the CPU for more than 4 ms. With those loops the
-        # runnable bound below failed once in 25 the same way (a contended
-        # burn the tool saw on the CPU throughout): ./scripts/test runs
-        # these tests with nothing beside them.
+        # run); within a row of those per call. Not at most its CPU clock:
+        # time the hypervisor steals from the running thread is on the CPU
+        # for the tool (no switch) and in neither clock (see runnable below).
         rows_between(rows_from_json(record["oncpu"]),
                      [usec_row(c["cpu_ns"] // 1000) for c in calls],
                      [usec_row(max(0, c["wall_ns"] - c["sleep_asked_ns"]) // 1000) for c in calls],
