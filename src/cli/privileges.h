@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/non_copyable.h"
 #include "common/thread_capabilities.h"
 
 namespace funclatency {
@@ -76,12 +77,10 @@ Result<uint64_t> raise_open_file_limit();
 // While alive, the calling thread's permitted capabilities are effective too;
 // restores the effective set when destroyed. Does nothing when the permitted
 // set is already effective (as for a run that dropped nothing).
-class RaisedCapabilities {
+class RaisedCapabilities : NonCopyable {
  public:
   RaisedCapabilities();
   ~RaisedCapabilities();
-  RaisedCapabilities(const RaisedCapabilities&) = delete;
-  RaisedCapabilities& operator=(const RaisedCapabilities&) = delete;
 
  private:
   std::optional<ThreadCapabilities> restore_;

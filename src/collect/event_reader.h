@@ -8,21 +8,20 @@
 
 #include "collect/aggregator.h"
 #include "common/error.h"
+#include "common/non_copyable.h"
 
 struct ring_buffer;
 struct fl_slow_call;
 
 namespace funclatency {
 
-class EventReader {
+class EventReader : NonCopyable {
  public:
   using Handler = std::function<void(const CallRecord& call)>;
   static Result<std::unique_ptr<EventReader>> create(int ringbuf_fd, Handler handler);
   // --slowest/--slower-than: also drains the slow_calls ring (same epoll fd).
   using SlowHandler = std::function<void(const fl_slow_call& call)>;
   Result<void> add_slow_calls(int ringbuf_fd, SlowHandler handler);
-  EventReader(const EventReader&) = delete;
-  EventReader& operator=(const EventReader&) = delete;
 
   // An fd that becomes readable when the kernel forces a wakeup.
   int epoll_fd() const;

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <thread>
 
+#include "common/non_copyable.h"
+
 namespace funclatency {
 
 enum class AuthVerdict {
@@ -29,14 +31,12 @@ enum class AuthVerdict {
   kBusy,     // too many checks queued: try later
 };
 
-class BasicAuth {
+class BasicAuth : NonCopyable {
  public:
   // `on_checked` is called on the worker thread after each check finishes.
   explicit BasicAuth(std::map<std::string, std::string, std::less<>> users,
                      std::function<void()> on_checked = {});
   ~BasicAuth();
-  BasicAuth(const BasicAuth&) = delete;
-  BasicAuth& operator=(const BasicAuth&) = delete;
 
   bool enabled() const { return !users_.empty(); }
   // The verdict on `authorization` (the header's value) sent by `client`

@@ -18,20 +18,19 @@
 #include <string_view>
 
 #include "common/error.h"
+#include "common/non_copyable.h"
 #include "common/openssl_handles.h"
 #include "http/web_config.h"
 
 namespace funclatency {
 
-class TlsServerContext {
+class TlsServerContext : NonCopyable {
  public:
   // Reads every file now (so a later change of user cannot make them
   // unreadable) and checks that the key matches the certificate. A file that
   // cannot be read or parsed is kBadInput naming the file and the option.
   static Result<std::shared_ptr<TlsServerContext>> create(const TlsServerConfig& config);
   ~TlsServerContext();
-  TlsServerContext(const TlsServerContext&) = delete;
-  TlsServerContext& operator=(const TlsServerContext&) = delete;
 
   SSL_CTX* native() const { return context_.get(); }
 

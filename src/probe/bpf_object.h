@@ -8,6 +8,7 @@
 
 #include "bpf/funclatency.h"
 #include "common/error.h"
+#include "common/non_copyable.h"
 
 struct funclatency_bpf;
 struct fl_fn_config;
@@ -93,12 +94,10 @@ uint32_t stats_parts(bool cpu_split, bool self_time);
 // Which part (enum fl_call_part) entry k of a slot holds.
 uint32_t part_at_entry(uint32_t entry, bool cpu_split, bool self_time);
 
-class BpfObject {
+class BpfObject : NonCopyable {
  public:
   static Result<std::unique_ptr<BpfObject>> load(const LoadOptions& options);
   ~BpfObject();
-  BpfObject(const BpfObject&) = delete;
-  BpfObject& operator=(const BpfObject&) = delete;
 
   bpf_program* entry_program() const;
   bpf_program* return_program() const;

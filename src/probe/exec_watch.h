@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/non_copyable.h"
 
 struct exec_watch_bpf;
 struct ring_buffer;
@@ -44,7 +45,7 @@ struct ProgramStart {
   bool held = false;           // stopped at its exec until release() (--follow-hold)
 };
 
-class ExecWatch {
+class ExecWatch : NonCopyable {
  public:
   // Loads the watch and attaches it to sched_process_exec: from here on,
   // every exec of a program named by set_names() is noted. With `hold` (not
@@ -52,8 +53,6 @@ class ExecWatch {
   // release(pid), or `hold` at most.
   static Result<std::unique_ptr<ExecWatch>> start(std::chrono::nanoseconds hold = {});
   ~ExecWatch();
-  ExecWatch(const ExecWatch&) = delete;
-  ExecWatch& operator=(const ExecWatch&) = delete;
 
   // Readable (epoll) while execs wait to be drained.
   int wait_fd() const;

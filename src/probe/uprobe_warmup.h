@@ -24,15 +24,15 @@
 #include <atomic>
 #include <memory>
 
+#include "common/non_copyable.h"
+
 namespace funclatency {
 
-class UprobeWarmup {
+class UprobeWarmup : NonCopyable {
  public:
   // Starts the thread (no thread: no head start, nothing to wait for).
   UprobeWarmup();
   ~UprobeWarmup();
-  UprobeWarmup(const UprobeWarmup&) = delete;
-  UprobeWarmup& operator=(const UprobeWarmup&) = delete;
 
   // Blocks until the warm-up link is made or has failed: at once after a
   // real link was made, which waited for the same grace period. Call it

@@ -11,6 +11,8 @@
 #include <span>
 #include <string>
 
+#include "common/non_copyable.h"
+
 namespace funclatency {
 
 // The registers a walk starts from: those the probes copy (fl_user_regs,
@@ -36,7 +38,7 @@ struct MemoryWindow {
   bool read(uint64_t address, uint64_t& value) const;
 };
 
-class DwarfUnwinder {
+class DwarfUnwinder : NonCopyable {
  public:
   // What a walk finds: one per frame, innermost first. `activation`: pc is
   // where the frame stands (the first frame, or one a signal interrupted),
@@ -46,8 +48,6 @@ class DwarfUnwinder {
 
   explicit DwarfUnwinder(int pid);
   ~DwarfUnwinder();
-  DwarfUnwinder(const DwarfUnwinder&) = delete;
-  DwarfUnwinder& operator=(const DwarfUnwinder&) = delete;
 
   // Places the ELF file `openable` (the path we open it by) at load bias
   // `bias` (runtime address minus ELF address), named `name`. False when

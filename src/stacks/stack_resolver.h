@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/non_copyable.h"
 #include "model/report.h"
 #include "stacks/dwarf_unwinder.h"
 #include "symbols/search_paths.h"
@@ -38,7 +39,7 @@ struct StackSample {
 };
 
 // Not thread-safe: one per thread that reads records (the collector's).
-class StackResolver {
+class StackResolver : NonCopyable {
  public:
   struct Options {
     size_t max_frames = 64;
@@ -52,8 +53,6 @@ class StackResolver {
   StackResolver();
   explicit StackResolver(Options options);
   ~StackResolver();
-  StackResolver(const StackResolver&) = delete;
-  StackResolver& operator=(const StackResolver&) = delete;
 
   // Innermost first, at most max_frames. The first frame is regs.ip (in the
   // function itself at a ret site, in the caller after a uretprobe). Never

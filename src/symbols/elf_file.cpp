@@ -15,11 +15,12 @@
 #include <mutex>
 #include <utility>
 
+#include "common/non_copyable.h"
 #include "common/unique_fd.h"
 
 namespace funclatency {
 
-struct ElfFile::Image {
+struct ElfFile::Image : NonCopyable {
   // libelf may convert data in place, so the bytes are writable and private:
   // either a copy-on-write mapping of the file or an owned copy.
   uint8_t* data = nullptr;
@@ -28,8 +29,6 @@ struct ElfFile::Image {
   std::vector<uint8_t> owned;
 
   Image() = default;
-  Image(const Image&) = delete;
-  Image& operator=(const Image&) = delete;
   ~Image() {
     if (mapped) munmap(data, size);
   }

@@ -6,14 +6,14 @@
 #include <algorithm>
 #include <set>
 
+#include "common/non_copyable.h"
+
 namespace funclatency {
 
-struct NameMatcher::CompiledRegex {
+struct NameMatcher::CompiledRegex : NonCopyable {
   regex_t compiled;
   bool valid = false;  // regcomp succeeded: there is something to free
   CompiledRegex() = default;
-  CompiledRegex(const CompiledRegex&) = delete;
-  CompiledRegex& operator=(const CompiledRegex&) = delete;
   ~CompiledRegex() {
     if (valid) regfree(&compiled);
   }

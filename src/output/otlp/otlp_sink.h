@@ -18,6 +18,7 @@
 #include <random>
 #include <thread>
 
+#include "common/non_copyable.h"
 #include "model/sink.h"
 #include "output/otlp/otlp_convert.h"
 #include "output/otlp/otlp_options.h"
@@ -34,13 +35,11 @@ struct OtlpSinkStats {
       0;  // given up: queue full, rejected, out of retries, or left at close
 };
 
-class OtlpSink final : public Sink {
+class OtlpSink final : public Sink, NonCopyable {
  public:
   OtlpSink(OtlpOptions options, ExportContext context, std::unique_ptr<OtlpTransport> transport,
            OtlpLogFunction log);
   ~OtlpSink() override;
-  OtlpSink(const OtlpSink&) = delete;
-  OtlpSink& operator=(const OtlpSink&) = delete;
 
   void write(const Report& report) override;
   // Exports what write() recorded and waits for the queue to drain, for at
