@@ -357,7 +357,9 @@ int BPF_KPROBE(fl_entry) {
   return 0;
 }
 
+/* The retries are a loop, not four copies (see record_parts_in_kernel). */
 static __always_inline void update_min(__u64* slot, __u64 value) {
+#pragma clang loop unroll(disable)
   for (int i = 0; i < 4; i++) {
     __u64 old = *slot;
     if (old != 0 && old <= value) return;
@@ -366,6 +368,7 @@ static __always_inline void update_min(__u64* slot, __u64 value) {
 }
 
 static __always_inline void update_max(__u64* slot, __u64 value) {
+#pragma clang loop unroll(disable)
   for (int i = 0; i < 4; i++) {
     __u64 old = *slot;
     if (old >= value) return;
@@ -478,16 +481,28 @@ static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part
   return NULL;
 }
 
-/* The split's parts in the kernel: on-CPU is what the call was not switched
- * out (the probes' own cost, taken off the wall time, is on-CPU time too). */
-static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
-                                                   const struct call_split* split, __u32 by,
-                                                   __u64 value) {
-  __u64 off_cpu = split->runnable_ns + split->blocked_ns;
-  record_in_kernel(fn_id, slot, FL_PART_ONCPU, duration_ns > off_cpu ? duration_ns - off_cpu : 0,
-                   by, value);
-  record_in_kernel(fn_id, slot, FL_PART_RUNNABLE, split->runnable_ns, by, value);
-  record_in_kernel(fn_id, slot, FL_PART_BLOCKED, split->blocked_ns, by, value);
+/* Kernel mode: the call in its slot, part by part: the wall time, with
+ * --cpu-split its three parts (on-CPU is what the call was not switched out;
+ * the probes' own cost, taken off the wall time, is on-CPU time too), with
+ * --self the self time. One loop, not a copy of record_in_kernel per part:
+ * the verifier goes over every instruction of a program at each start,
+ * whatever the options (each copy cost ~0.3 ms of it). */
+static __always_inline void record_parts_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
+                                                   const struct call_split* split, __u64 self_ns,
+                                                   __u32 by, __u64 value) {
+  __u64 part_ns[FL_CALL_PARTS + 1] = {duration_ns, 0, 0, 0, self_ns};
+  if (split) {
+    __u64 off_cpu = split->runnable_ns + split->blocked_ns;
+    part_ns[FL_PART_ONCPU] = duration_ns > off_cpu ? duration_ns - off_cpu : 0;
+    part_ns[FL_PART_RUNNABLE] = split->runnable_ns;
+    part_ns[FL_PART_BLOCKED] = split->blocked_ns;
+  }
+#pragma clang loop unroll(disable)
+  for (__u32 part = FL_PART_WALL; part <= FL_PART_SELF; part++) {
+    if (part == FL_PART_SELF && !self_key_offset) break;
+    if (part != FL_PART_WALL && part != FL_PART_SELF && !split) continue;
+    record_in_kernel(fn_id, slot, part, part_ns[part], by, value);
+  }
 }
 
 /* Pops the frame of the call that entered at `entry_sp` into `duration_ns`
@@ -636,9 +651,7 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
   /* Kernel mode needs a slot; a function without one stays in events mode. */
   bool in_kernel = config && config->mode == FL_MODE_KERNEL && config->slot != FL_NO_SLOT;
   if (in_kernel) {
-    record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns, by, value);
-    if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split, by, value);
-    if (self_key_offset) record_in_kernel(fn_id, config->slot, FL_PART_SELF, self_ns, by, value);
+    record_parts_in_kernel(fn_id, config->slot, duration_ns, split, self_ns, by, value);
   } else if (split || split_stride || series_by || self_key_offset) {
     record_ext_event(tagged_fn, duration_ns, split, by, value, self_ns);
   } else {
@@ -654,6 +667,32 @@ static __always_inline __u64 value_of_call(__u64 arg, __u64 result) {
   return 0;
 }
 
+/* --cpu-split: where the call just popped (it was at depth + 1) spent its
+ * time off the CPU, in `split`; NULL when that is not known (counted). */
+static __always_inline const struct call_split* split_of_call(struct fl_shadow_stack* stack,
+                                                              __u32 fn_id, __u64 switches,
+                                                              struct call_split* split) {
+  struct fl_switch_marks* marks = marks_at(stack, stack->depth + 1);
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  struct fl_thread_switches* thread = bpf_map_lookup_elem(&thread_switches, &tid);
+  if (!marks || !thread) {
+    count_lost(fn_id, SPLIT_UNKNOWN);
+    return NULL;
+  }
+  thread->in_call = stack->depth;
+  /* Now and then a context switch does not reach the sched_switch program
+   * (the kernel counted more switch-outs than it saw, or the thread runs
+   * while still marked out): the split of that call is unknown, its wall
+   * time is still right. */
+  if (switches - marks->kernel_switches != thread->outs - marks->outs || thread->out_since_ns) {
+    count_lost(fn_id, SPLIT_UNKNOWN);
+    return NULL;
+  }
+  split->runnable_ns = thread->runnable_ns - marks->runnable_ns;
+  split->blocked_ns = thread->blocked_ns - marks->blocked_ns;
+  return split;
+}
+
 static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __u64 now,
                                          __u64 switches, __u32 exit_flags) {
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
@@ -665,34 +704,12 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
                 &arg, &child_ns))
     return 0;
   __u64 value = value_of_call(arg, ctx->ax);
-  if (!split_stride) {
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
-    return 0;
-  }
-  /* The popped frame was at depth + 1. */
-  struct fl_switch_marks* marks = marks_at(stack, stack->depth + 1);
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
-  struct fl_thread_switches* thread = bpf_map_lookup_elem(&thread_switches, &tid);
-  if (!marks || !thread) {
-    count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
-    return 0;
-  }
-  thread->in_call = stack->depth;
-  /* Now and then a context switch does not reach the sched_switch program
-   * (the kernel counted more switch-outs than it saw, or the thread runs
-   * while still marked out): the split of that call is unknown, its wall
-   * time is still right. */
-  if (switches - marks->kernel_switches != thread->outs - marks->outs || thread->out_since_ns) {
-    count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
-    return 0;
-  }
-  struct call_split split = {
-      .runnable_ns = thread->runnable_ns - marks->runnable_ns,
-      .blocked_ns = thread->blocked_ns - marks->blocked_ns,
-  };
-  record_call(ctx, fn_id, duration_ns, &split, exit_flags, value, child_ns);
+  /* One record_call for every case: each of its copies is thousands of
+   * instructions the verifier goes over at every start. */
+  struct call_split split;
+  const struct call_split* known =
+      split_stride ? split_of_call(stack, fn_id, switches, &split) : NULL;
+  record_call(ctx, fn_id, duration_ns, known, exit_flags, value, child_ns);
   return 0;
 }
 
