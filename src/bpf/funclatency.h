@@ -58,7 +58,7 @@ struct fl_event_ext {
   char comm[16];   /* the calling thread's command */
   __u32 flags;     /* FL_EVENT_* */
   __u32 reserved;
-  __u64 value; /* --by retval/argN: the call's value class (fl_value_of) */
+  __u64 value;   /* --by retval/argN: the call's value class (fl_value_of) */
   __u64 self_ns; /* --self: valid with FL_EVENT_SELF */
 };
 
@@ -154,7 +154,7 @@ struct fl_frame {
   __u64 start_ns;
   __u32 fn_id;
   __u32 reserved;
-  __u64 arg; /* --by argN: the argument's raw value at entry */
+  __u64 arg;      /* --by argN: the argument's raw value at entry */
   __u64 child_ns; /* --self: the raw durations of its traced calls that returned */
 };
 
@@ -272,8 +272,8 @@ struct fl_fn_config {
  * starts over. Written by the probes only. */
 struct fl_slow_floor {
   __u64 gen;
-  __u64 sent;      /* records sent this interval */
-  __u64 floor_ns;  /* the smallest of the last K sent (once K were sent) */
+  __u64 sent;                      /* records sent this interval */
+  __u64 floor_ns;                  /* the smallest of the last K sent (once K were sent) */
   __u64 durations[FL_MAX_SLOWEST]; /* the last K sent, round robin */
 };
 
@@ -378,21 +378,12 @@ struct fl_span_lost {
  * ms of every start). A step's bit is 1 when the upper half of what is left
  * is non-zero: that half plus all ones carries into the bit above it. */
 static inline __u32 fl_log2(__u64 v) {
-  __u64 step = ((v >> 32) + 0xffffffffull) >> 32 << 5;
-  __u64 r = step;
-  v >>= step;
-  step = ((v >> 16) + 0xffffull) >> 16 << 4;
-  r |= step;
-  v >>= step;
-  step = ((v >> 8) + 0xffull) >> 8 << 3;
-  r |= step;
-  v >>= step;
-  step = ((v >> 4) + 0xfull) >> 4 << 2;
-  r |= step;
-  v >>= step;
-  step = ((v >> 2) + 0x3ull) >> 2 << 1;
-  r |= step;
-  v >>= step;
+  __u64 r = 0;
+  for (__u32 half = 32; half > 1; half >>= 1) {
+    const __u64 step = (((v >> half) + ((1ull << half) - 1)) >> half) * half;
+    r |= step;
+    v >>= step;
+  }
   return (__u32)(r | (v >> 1));
 }
 

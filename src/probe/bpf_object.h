@@ -32,7 +32,7 @@ struct LoadOptions {
   bool return_program = true;  // uretprobes
   bool exit_program = true;    // probes on ret instructions
   bool go_programs = false;    // goroutine-keyed entry and ret probes (sizes their map too)
-  // tp_btf/sched_process_exit: a thread that ends with calls in flight has
+  // raw_tp/sched_process_exit: a thread that ends with calls in flight has
   // them counted lost.
   bool thread_exit_program = true;
   // --cpu-split: the sched_switch program, and FL_CALL_PARTS fn_stats entries
@@ -75,6 +75,13 @@ struct LoadOptions {
   uint32_t span_first_fn = 0;
   uint32_t span_capacity = 16384;
 };
+
+// Whether the run uses none of the options that add code to the call path
+// (--cpu-split, --self, --by, slow calls): then the entry and exit programs
+// are the plain builds (funclatency.bpf.c, FL_OPTION), which the verifier
+// goes over in a fraction of the time. entry_program() and the others give
+// whichever loaded.
+bool uses_plain_programs(const LoadOptions& options);
 
 // --slowest/--slower-than of one function: the threshold its calls are sent
 // over (FL_NO_THRESHOLD: none) and the K slowest its floor keeps (0: none).
