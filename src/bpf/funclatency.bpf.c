@@ -498,7 +498,7 @@ static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part
  * the probes' own cost, taken off the wall time, is on-CPU time too), with
  * --self the self time. One loop, not a copy of record_in_kernel per part:
  * the verifier goes over every instruction of a program at each start,
- * whatever the options (each copy cost ~0.3 ms of it). */
+ * whatever the options (each copy is ~0.3 ms of it). */
 static __always_inline void record_parts_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
                                                    const struct call_split* split, __u64 self_ns,
                                                    __u32 by, __u64 value, bool plain) {

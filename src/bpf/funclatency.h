@@ -372,11 +372,11 @@ struct fl_span_lost {
 #define FL_NO_SLOT 0xffffffffu
 
 /* floor(log2(v)) for v > 0, halving the bits left at each step: clang 14's
- * BPF backend cannot lower __builtin_clzll. No branches: at each `if` the
- * verifier would follow both ways, and with the bucket an index it keeps the
- * 64 results apart, which made it walk everything after this 64 times (~2.5
- * ms of every start). A step's bit is 1 when the upper half of what is left
- * is non-zero: that half plus all ones carries into the bit above it. */
+ * BPF backend cannot lower __builtin_clzll. No branches: the verifier would
+ * follow each `if` both ways and, the bucket being an index, keep the 64
+ * results apart, walking everything after this 64 times (~2.5 ms of every
+ * start). A step's bit is 1 when the upper half of what is left is non-zero:
+ * that half plus all ones carries into the bit above it. */
 static inline __u32 fl_log2(__u64 v) {
   __u64 r = 0;
   for (__u32 half = 32; half > 1; half >>= 1) {
