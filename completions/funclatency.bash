@@ -42,7 +42,7 @@ _funclatency() {
     -r --regex --merge --max-functions --wait-for-library --late-functions
     --calibrate --subtract-overhead --cpu-split --self --by --max-series --series-expiry
     -c --cgroup
-    --kernel-slots --slowest --slower-than --follow --follow-hold --config --check-config
+    --kernel-slots --go-goroutines --slowest --slower-than --follow --follow-hold --config --check-config
     --span --span-capacity
     --prometheus --prometheus-prefix --web-config --otlp --otlp-protocol
     --otlp-histogram --otlp-temporality --otlp-pid-attribute --user"

@@ -76,16 +76,26 @@ std::vector<std::string> by_keys(const YAML::Node& node) {
   return keys;
 }
 
+// A whole number from 1 to `most`, for `field`.
+uint64_t count_field(const YAML::Node& node, const std::string& field, uint64_t most) {
+  uint64_t n = 0;
+  try {
+    n = node.as<uint64_t>();
+  } catch (const YAML::Exception&) {
+    fail(node, field + " must be a whole number");
+  }
+  if (n < 1 || n > most) fail(node, fmt::format("{} must be 1 to {}", field, most));
+  return n;
+}
+
 // --slowest K: 1 to kMaxSlowest.
 size_t slowest(const YAML::Node& node) {
-  size_t k = 0;
-  try {
-    k = node.as<size_t>();
-  } catch (const YAML::Exception&) {
-    fail(node, "slowest must be a whole number");
-  }
-  if (k < 1 || k > kMaxSlowest) fail(node, "slowest must be 1 to 100");
-  return k;
+  return count_field(node, "slowest", kMaxSlowest);
+}
+
+// --go-goroutines N: 1 to kMaxGoGoroutines.
+uint32_t go_goroutines(const YAML::Node& node) {
+  return static_cast<uint32_t>(count_field(node, "go_goroutines", kMaxGoGoroutines));
 }
 
 FollowTarget target(const YAML::Node& node) {
@@ -131,6 +141,7 @@ AgentSettings settings(const YAML::Node& root) {
   if (!absent(root["series_expiry"])) {
     s.series_expiry = duration(root["series_expiry"], "series_expiry");
   }
+  if (!absent(root["go_goroutines"])) s.go_goroutines = go_goroutines(root["go_goroutines"]);
   const YAML::Node exporters = root["exporters"];
   if (absent(exporters)) return s;
   check_fields(exporters, "exporters", {"prometheus", "otlp"});
@@ -151,8 +162,9 @@ AgentSettings settings(const YAML::Node& root) {
 
 AgentConfig decode(const YAML::Node& root) {
   if (absent(root)) throw yaml::Invalid{"the file is empty"};
-  check_fields(root, "the configuration",
-               {"targets", "by", "slowest", "interval", "series_expiry", "exporters"});
+  check_fields(
+      root, "the configuration",
+      {"targets", "by", "slowest", "interval", "series_expiry", "go_goroutines", "exporters"});
   AgentConfig config;
   const YAML::Node targets = root["targets"];
   if (absent(targets) || !targets.IsSequence() || targets.size() == 0) {

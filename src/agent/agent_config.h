@@ -58,6 +58,7 @@ struct AgentSettings {
   size_t slowest = 0;
   std::optional<std::chrono::milliseconds> interval;
   std::optional<std::chrono::milliseconds> series_expiry;  // --series-expiry
+  uint32_t go_goroutines = 0;                              // --go-goroutines; 0: unset
   std::optional<PrometheusExporterConfig> prometheus;
   std::optional<OtlpExporterConfig> otlp;
   bool operator==(const AgentSettings&) const = default;

@@ -77,28 +77,22 @@ struct {
   __type(value, struct fl_thread_switches);
 } thread_switches SEC(".maps");
 
-/* max_entries of the per-function maps is set to the number of traced
- * functions before load. */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct fl_fn_stats);
-} fn_stats SEC(".maps");
+/* An array indexed by a __u32 number (a function's id, a kernel slot, a
+ * span's index): its max_entries, 1 here, is set by user space before load
+ * (probe/bpf_object: the functions, the slots times their parts, the spans). */
+#define FL_NUMBERED_ARRAY(map_type, value_type) \
+  struct {                                      \
+    __uint(type, map_type);                     \
+    __uint(max_entries, 1);                     \
+    __type(key, __u32);                         \
+    __type(value, value_type);                  \
+  }
 
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct fl_fn_lost);
-} fn_lost SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct fl_fn_config);
-} fn_config SEC(".maps");
+/* Kernel-mode totals: an entry per slot and part (the key: record_in_kernel). */
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, struct fl_fn_stats) fn_stats SEC(".maps");
+/* By function id. */
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, struct fl_fn_lost) fn_lost SEC(".maps");
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_ARRAY, struct fl_fn_config) fn_config SEC(".maps");
 
 /* --by in kernel mode: totals by series (sized to --max-series, allocated
  * as series appear, taken out by user space once a series ended: its
@@ -144,12 +138,7 @@ struct {
 } slow_calls SEC(".maps");
 
 /* --slowest: each function's floor (one entry when unused). */
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct fl_slow_floor);
-} slow_floors SEC(".maps");
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_ARRAY, struct fl_slow_floor) slow_floors SEC(".maps");
 
 /* Wake the reader early once the ring is this full; otherwise it polls. */
 #define FL_WAKEUP_THRESHOLD (512 << 10)
@@ -168,21 +157,25 @@ static __always_inline bool filtered_out(void) {
   return cgroup_filters && outside_cgroups();
 }
 
-enum lost_reason { LOST_UNRETURNED, LOST_DEPTH, LOST_RINGBUF, SPLIT_UNKNOWN, SLOW_DROPPED };
+/* Adds one to the __u64 counter `offset` bytes into entry `index` of `map`,
+ * an array of counter structs (fn_lost, span_lost). Atomic though per CPU: a
+ * uprobe's program can be preempted. */
+static __always_inline void count_at(void* map, __u32 index, __u32 offset) {
+  char* counters = bpf_map_lookup_elem(map, &index);
+  if (counters) __sync_fetch_and_add((__u64*)(counters + offset), 1);
+}
+
+/* A lost call's reason: the fl_fn_lost counter it adds to. */
+enum lost_reason {
+  LOST_UNRETURNED = __builtin_offsetof(struct fl_fn_lost, unreturned),
+  LOST_DEPTH = __builtin_offsetof(struct fl_fn_lost, depth),
+  LOST_RINGBUF = __builtin_offsetof(struct fl_fn_lost, ringbuf),
+  SPLIT_UNKNOWN = __builtin_offsetof(struct fl_fn_lost, split_unknown),
+  SLOW_DROPPED = __builtin_offsetof(struct fl_fn_lost, slow_dropped),
+};
 
 static __always_inline void count_lost(__u32 fn_id, enum lost_reason reason) {
-  struct fl_fn_lost* lost = bpf_map_lookup_elem(&fn_lost, &fn_id);
-  if (!lost) return;
-  if (reason == LOST_UNRETURNED)
-    __sync_fetch_and_add(&lost->unreturned, 1);
-  else if (reason == LOST_DEPTH)
-    __sync_fetch_and_add(&lost->depth, 1);
-  else if (reason == LOST_RINGBUF)
-    __sync_fetch_and_add(&lost->ringbuf, 1);
-  else if (reason == SPLIT_UNKNOWN)
-    __sync_fetch_and_add(&lost->split_unknown, 1);
-  else
-    __sync_fetch_and_add(&lost->slow_dropped, 1);
+  count_at(&fn_lost, fn_id, reason);
 }
 
 /* The helpers below work on a shadow stack's frames, a thread's or (Go
@@ -308,6 +301,34 @@ static __always_inline __u64 switches_before_clock(bool plain) {
   return FL_OPTION(plain, split_stride) ? kernel_switches() : 0;
 }
 
+/* --cpu-split: settles a thread that is on a CPU while its entry says it
+ * left and never came back. Not every context switch reaches the
+ * sched_switch tracepoint: on the kernel of the machines this was measured
+ * on, no switch away from some system threads does (ftrace's sched_switch
+ * event misses them too), so a thread one of them hands the CPU back to is
+ * seen leaving and not returning, and its next switch-out would start its
+ * time out over, the wait before counted as on-CPU. The scheduler's own
+ * account says what happened: one arrival on a CPU since it left, and the
+ * run_delay added by it, the wait for the CPU. A thread that left runnable
+ * waited all of it; one that left sleeping, or whose arrivals do not add up,
+ * has its time out unknown, and so have the calls in flight (untimed_outs).
+ * Called on the thread's own CPU, from a uprobe too, which can be preempted
+ * (and the thread switched out) at any point: the time out is taken with an
+ * exchange, and a switch-out in between (outs moved) makes it unknown. */
+static __always_inline void settle_unseen_return(struct fl_thread_switches* thread,
+                                                 struct task_struct* task) {
+  __u64 outs = *(volatile __u64*)&thread->outs;
+  if (!__sync_lock_test_and_set(&thread->out_since_ns, 0)) return;
+  __u64 arrivals = task->sched_info.pcount - thread->out_arrivals;
+  __u64 waited_ns = task->sched_info.run_delay - thread->out_run_delay_ns;
+  __u32 runnable = thread->out_runnable;
+  asm volatile("" ::: "memory");
+  if (runnable && arrivals == 1 && *(volatile __u64*)&thread->outs == outs)
+    __sync_fetch_and_add(&thread->runnable_ns, waited_ns);
+  else if (thread->untimed_outs < outs)
+    thread->untimed_outs = outs;
+}
+
 /* --cpu-split: notes the thread's switched-out totals as the call at
  * `depth` starts, and that a call is in flight; `kernel_before` is
  * switches_before_clock() read before the entry's clock. */
@@ -323,7 +344,7 @@ static __always_inline void mark_switches(struct fl_shadow_stack* stack, __u32 d
     thread = bpf_map_lookup_elem(&thread_switches, &tid);
     if (!thread) return;
   }
-  thread->out_since_ns = 0; /* running now */
+  settle_unseen_return(thread, bpf_get_current_task_btf()); /* running now */
   thread->in_call = depth;
   marks->runnable_ns = thread->runnable_ns;
   marks->blocked_ns = thread->blocked_ns;
@@ -691,12 +712,14 @@ static __always_inline const struct call_split* split_of_call(struct fl_shadow_s
     count_lost(fn_id, SPLIT_UNKNOWN);
     return NULL;
   }
+  settle_unseen_return(thread, bpf_get_current_task_btf());
   thread->in_call = stack->depth;
   /* Now and then a context switch does not reach the sched_switch program
-   * (the kernel counted more switch-outs than it saw, or the thread runs
-   * while still marked out): the split of that call is unknown, its wall
-   * time is still right. */
-  if (switches - marks->kernel_switches != thread->outs - marks->outs || thread->out_since_ns) {
+   * (the kernel counted more switch-outs than it saw, or the thread came
+   * back to the CPU unseen at a time not known): the split of that call is
+   * unknown, its wall time is still right. */
+  if (switches - marks->kernel_switches != thread->outs - marks->outs ||
+      marks->outs < thread->untimed_outs) {
     count_lost(fn_id, SPLIT_UNKNOWN);
     return NULL;
   }
@@ -776,12 +799,16 @@ int BPF_PROG(fl_sched_switch, bool preempt, struct task_struct* prev, struct tas
   __u64 now = bpf_ktime_get_ns();
   __u32 prev_tid = prev->pid, next_tid = next->pid;
   struct fl_thread_switches* out = bpf_map_lookup_elem(&thread_switches, &prev_tid);
-  if (out) out->outs++;
   if (out && out->in_call) {
+    /* Still marked out: it came back unseen. */
+    settle_unseen_return(out, prev);
     out->out_since_ns = now;
     /* Preempted, or yielding while running: still on a run queue. */
     out->out_runnable = preempt || prev_state == 0 /* TASK_RUNNING */;
+    out->out_run_delay_ns = prev->sched_info.run_delay;
+    out->out_arrivals = prev->sched_info.pcount;
   }
+  if (out) out->outs++;
   struct fl_thread_switches* in = bpf_map_lookup_elem(&thread_switches, &next_tid);
   if (in && in->out_since_ns) {
     __u64 out_ns = now - in->out_since_ns;
@@ -798,8 +825,15 @@ int BPF_PROG(fl_sched_switch, bool preempt, struct task_struct* prev, struct tas
  * In Go >= 1.17 on amd64 (register ABI), R14 holds the running goroutine's g
  * in Go functions; g.stack.lo and g.stack.hi are its first two words. */
 
+/* A goroutine's stack exists while it has a traced call in flight: made at
+ * its outermost entry, deleted when that call returns, so the map holds the
+ * goroutines inside traced calls and is allocated as they come. Full, an
+ * entry is refused and counted lost (no eviction: an LRU would drop a call
+ * in flight without telling). Stacks left by goroutines that ended inside a
+ * call are taken by user space (collect/open_frames), counted lost. */
 struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
   __uint(max_entries, FL_GO_MAX_GOROUTINES); /* 1 when no Go function is traced */
   __type(key, struct fl_go_key);
   __type(value, struct fl_go_stack);
@@ -813,7 +847,8 @@ const struct fl_go_stack empty_go_stack = {};
  * ABI0 code, cgo): such a call cannot be paired per goroutine. */
 static __always_inline bool current_goroutine(struct pt_regs* ctx,
                                               const struct fl_fn_config* config,
-                                              struct fl_go_key* key, __u64* virtual_sp) {
+                                              struct fl_go_key* key, __u64* virtual_sp,
+                                              __u64* goid_at) {
   if (!config->goid_offset) return false;
   __u64 g = ctx->r14;
   __u64 bounds[2]; /* g.stack.lo, g.stack.hi */
@@ -821,8 +856,8 @@ static __always_inline bool current_goroutine(struct pt_regs* ctx,
   __u64 sp = PT_REGS_SP(ctx);
   if (sp < bounds[0] || sp >= bounds[1]) return false;
   __u64 goid;
-  if (bpf_probe_read_user(&goid, sizeof(goid), (const void*)(g + config->goid_offset)))
-    return false;
+  *goid_at = g + config->goid_offset;
+  if (bpf_probe_read_user(&goid, sizeof(goid), (const void*)*goid_at)) return false;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   key->goid = goid;
   key->tgid = (__u32)(pid_tgid >> 32);
@@ -844,19 +879,21 @@ int BPF_KPROBE(fl_go_entry) {
   if ((config->flags & FL_FN_GO_STACK_CHECK) && (ctx->flags & (FL_EFLAGS_CF | FL_EFLAGS_ZF)))
     return 0;
   struct fl_go_key key = {};
-  __u64 virtual_sp;
-  if (!current_goroutine(ctx, config, &key, &virtual_sp)) {
+  __u64 virtual_sp, goid_at;
+  if (!current_goroutine(ctx, config, &key, &virtual_sp, &goid_at)) {
     count_lost(fn_id, LOST_DEPTH);
     return 0;
   }
   struct fl_go_stack* stack = bpf_map_lookup_elem(&go_stacks, &key);
   if (!stack) {
+    /* No room (more goroutines in traced calls than --go-goroutines): lost. */
     bpf_map_update_elem(&go_stacks, &key, &empty_go_stack, BPF_NOEXIST);
     stack = bpf_map_lookup_elem(&go_stacks, &key);
     if (!stack) {
       count_lost(fn_id, LOST_DEPTH);
       return 0;
     }
+    stack->goid_at = goid_at;
   }
   bool pushed;
   stack->depth = push_call(stack->frames, FL_GO_MAX_DEPTH, stack->depth, fn_id, virtual_sp,
@@ -874,13 +911,16 @@ int BPF_KPROBE(fl_go_exit) {
   struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (!config) return 0;
   struct fl_go_key key = {};
-  __u64 virtual_sp;
-  if (!current_goroutine(ctx, config, &key, &virtual_sp)) return 0;
+  __u64 virtual_sp, goid_at;
+  if (!current_goroutine(ctx, config, &key, &virtual_sp, &goid_at)) return 0;
   struct fl_go_stack* stack = bpf_map_lookup_elem(&go_stacks, &key);
   if (!stack) return 0;
   __u64 duration_ns, arg = 0, child_ns = 0;
-  if (pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now, &duration_ns,
-               &arg, &child_ns, false)) {
+  bool popped = pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now,
+                         &duration_ns, &arg, &child_ns, false);
+  /* Out of its last traced call: the goroutine's room goes back to the map. */
+  if (stack->depth == 0) bpf_map_delete_elem(&go_stacks, &key);
+  if (popped) {
     /* The results are in their registers at the `ret`: word value_index. */
     __u64 result = value_source == FL_VALUE_RETVAL ? go_word(ctx, value_index) : 0;
     record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET, value_of_call(arg, result, false),
@@ -902,19 +942,9 @@ int BPF_KPROBE(fl_go_exit) {
 /* Fixed before load: the function id of span 0 (spans follow the functions). */
 const volatile __u32 span_first_fn = 0;
 
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1); /* the number of spans */
-  __type(key, __u32);
-  __type(value, struct fl_span_config);
-} span_config SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1); /* the number of spans */
-  __type(key, __u32);
-  __type(value, struct fl_span_lost);
-} span_lost SEC(".maps");
+/* By span index. */
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_ARRAY, struct fl_span_config) span_config SEC(".maps");
+FL_NUMBERED_ARRAY(BPF_MAP_TYPE_PERCPU_ARRAY, struct fl_span_lost) span_lost SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -923,18 +953,15 @@ struct {
   __type(value, struct fl_span_open);
 } open_spans SEC(".maps");
 
-enum span_count { SPAN_REUSED, SPAN_FULL, SPAN_UNSTARTED };
+/* What a span's probe counts: the fl_span_lost counter it adds to. */
+enum span_count {
+  SPAN_REUSED = __builtin_offsetof(struct fl_span_lost, reused),
+  SPAN_FULL = __builtin_offsetof(struct fl_span_lost, full),
+  SPAN_UNSTARTED = __builtin_offsetof(struct fl_span_lost, unstarted),
+};
 
 static __always_inline void count_span(__u32 index, enum span_count what) {
-  struct fl_span_lost* lost = bpf_map_lookup_elem(&span_lost, &index);
-  if (!lost) return;
-  /* Atomic though per CPU: a uprobe's program can be preempted. */
-  if (what == SPAN_REUSED)
-    __sync_fetch_and_add(&lost->reused, 1);
-  else if (what == SPAN_FULL)
-    __sync_fetch_and_add(&lost->full, 1);
-  else
-    __sync_fetch_and_add(&lost->unstarted, 1);
+  count_at(&span_lost, index, what);
 }
 
 /* A point's value: argument N at an entry, the return value at a return. */
@@ -942,14 +969,6 @@ static __always_inline __u64 span_value(struct pt_regs* ctx, __u32 source) {
   if (source == FL_SPAN_VALUE_RET) return FL_REG(ax);
   __u64 regs[6] = {FL_REG(di), FL_REG(si), FL_REG(dx), FL_REG(cx), FL_REG(r8), FL_REG(r9)};
   return source < 6 ? regs[source] : 0;
-}
-
-static __always_inline __u32 span_index(struct pt_regs* ctx) {
-  return (__u32)bpf_get_attach_cookie(ctx) & ~FL_SPAN_COOKIE_AT_RET;
-}
-
-static __always_inline struct fl_span_config* span_of(__u32 index) {
-  return bpf_map_lookup_elem(&span_config, &index);
 }
 
 static __always_inline void span_key_of(struct pt_regs* ctx, const struct fl_span_config* span,
@@ -965,14 +984,25 @@ static __always_inline void span_key_of(struct pt_regs* ctx, const struct fl_spa
   }
 }
 
+/* What both ends of a span begin with: the span this probe is a point of
+ * (its cookie holds the index) and the key the point makes, from the value
+ * `start` says (the start's or the end's). NULL when the process is filtered
+ * out or the index has no span. */
+static __always_inline struct fl_span_config* span_point(struct pt_regs* ctx, bool start,
+                                                         __u32* index, struct fl_span_key* key) {
+  if (filtered_out()) return NULL;
+  *index = (__u32)bpf_get_attach_cookie(ctx) & ~FL_SPAN_COOKIE_AT_RET;
+  struct fl_span_config* span = bpf_map_lookup_elem(&span_config, index);
+  if (!span) return NULL;
+  span_key_of(ctx, span, start ? span->start_value : span->end_value, key);
+  return span;
+}
+
 SEC("uprobe")
 int BPF_KPROBE(fl_span_start) {
-  if (filtered_out()) return 0;
-  const __u32 index = span_index(ctx);
-  struct fl_span_config* span = span_of(index);
-  if (!span) return 0;
+  __u32 index = 0;
   struct fl_span_key key = {};
-  span_key_of(ctx, span, span->start_value, &key);
+  if (!span_point(ctx, true, &index, &key)) return 0;
   struct fl_span_open open = {.start_ns = bpf_ktime_get_ns()};
   long rc = bpf_map_update_elem(&open_spans, &key, &open, BPF_NOEXIST);
   if (rc == -17 /* EEXIST */) {
@@ -989,12 +1019,10 @@ int BPF_KPROBE(fl_span_start) {
 SEC("uprobe")
 int BPF_KPROBE(fl_span_end) {
   __u64 now = bpf_ktime_get_ns();
-  if (filtered_out()) return 0;
-  const __u32 index = span_index(ctx);
-  struct fl_span_config* span = span_of(index);
-  if (!span) return 0;
+  __u32 index = 0;
   struct fl_span_key key = {};
-  span_key_of(ctx, span, span->end_value, &key);
+  struct fl_span_config* span = span_point(ctx, false, &index, &key);
+  if (!span) return 0;
   struct fl_span_open* open = bpf_map_lookup_elem(&open_spans, &key);
   if (!open) {
     count_span(index, SPAN_UNSTARTED);

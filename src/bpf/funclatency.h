@@ -184,6 +184,16 @@ struct fl_thread_switches {
   __u32 out_runnable; /* how it left the CPU at out_since_ns */
   __u32 in_call;      /* a traced call is in flight: only then is time noted */
   __u64 outs;         /* switch-outs seen, to check against the kernel's count */
+  /* The scheduler's own account of the thread (task->sched_info) as it left
+   * at out_since_ns: its time waiting on a run queue and its arrivals on a
+   * CPU. A return to the CPU no sched_switch program saw is timed from them
+   * (see settle_unseen_return in funclatency.bpf.c). */
+  __u64 out_run_delay_ns;
+  __u64 out_arrivals;
+  /* `outs` when the thread left the CPU the last time whose return could
+   * not be timed: a call marked before that (its marks' outs lower) has an
+   * unknown split. */
+  __u64 untimed_outs;
 };
 /* Threads the switch totals are kept for (an LRU map: threads that ended go
  * first). */
@@ -199,8 +209,8 @@ struct fl_thread_switches {
 /* Frames per goroutine: ret-instruction exits have no kernel limit; deeper
  * calls are counted as not timed. */
 #define FL_GO_MAX_DEPTH 16
-/* Goroutines with a traced call in flight at once (an LRU map: the state of
- * goroutines that ended is reused first). 8192 x 520 bytes = 4.3 MB. */
+/* Goroutines with a traced call in flight at once, by default (--go-goroutines).
+ * The map is allocated as goroutines enter: the bound costs 16 B a hash bucket. */
 #define FL_GO_MAX_GOROUTINES 8192
 
 /* goid is unique for the life of a process (g structures are reused, goids
@@ -215,6 +225,10 @@ struct fl_go_key {
 struct fl_go_stack {
   __u32 depth;
   __u32 reserved;
+  /* Where the goroutine's goid lies in its process (g + goid offset): a
+   * goroutine that ended inside a call leaves its stack behind, and user
+   * space sees it ended when its g holds another goid there. */
+  __u64 goid_at;
   struct fl_frame frames[FL_GO_MAX_DEPTH];
 };
 

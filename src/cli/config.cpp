@@ -60,7 +60,8 @@ Result<void> take_series_and_slow_calls(const CommandLine& v, Config& config) {
     }
     config.series_expiry = std::chrono::milliseconds(*expiry / 1'000'000);
   }
-  config.kernel_slots = v.kernel_slots;
+  if (v.kernel_slots) config.kernel_slots = v.kernel_slots;
+  if (v.go_goroutines) config.go_goroutines = v.go_goroutines;
   config.cgroups = v.cgroups;
   config.slowest = v.slowest;
   if (!v.slower_than.empty()) {
@@ -274,6 +275,7 @@ void apply_agent_settings(const AgentConfig& agent, CommandLine& values) {
   if (values.series_expiry.empty() && s.series_expiry) {
     values.series_expiry = std::to_string(s.series_expiry->count()) + "ms";
   }
+  if (values.go_goroutines == 0) values.go_goroutines = s.go_goroutines;
 }
 
 }  // namespace funclatency

@@ -9,6 +9,7 @@
 
 #include "agent/agent_config.h"
 #include "collect/trace_session.h"
+#include "collect/tracing_choices.h"
 #include "collect/value_series.h"
 #include "model/span.h"
 #include "probe/probe_plan.h"
@@ -47,9 +48,11 @@ struct Config {
   // --series-expiry: how long an ended series (processes gone) waits
   // without calls before it is dropped; unset: series_expiry()'s default.
   std::optional<std::chrono::milliseconds> series_expiry;
-  ValueSeries value_series;                // --by retval[:RULE] / argN[:BUCKETS]
-  uint32_t kernel_slots = 64;              // --kernel-slots
-  std::vector<std::string> cgroups;        // -c/--cgroup: cgroup v2 directories to trace
+  ValueSeries value_series;              // --by retval[:RULE] / argN[:BUCKETS]
+  std::optional<uint32_t> kernel_slots;  // --kernel-slots; unset: kernel_slots_for()
+  std::vector<std::string> cgroups;      // -c/--cgroup: cgroup v2 directories to trace
+  // --go-goroutines: Go code's goroutines inside traced calls at once.
+  uint32_t go_goroutines = kDefaultGoGoroutines;
   size_t slowest = 0;                      // --slowest K: the K slowest calls with their stacks
   std::optional<uint64_t> slower_than_ns;  // --slower-than: show each slower call as it ends
   // --follow or --config: programs followed into every container (each
@@ -90,7 +93,8 @@ struct CommandLine {
   std::vector<std::string> by;
   uint32_t max_series = 1000;
   std::string series_expiry;
-  uint32_t kernel_slots = 64;
+  uint32_t kernel_slots = 0;   // 0: not given
+  uint32_t go_goroutines = 0;  // 0: not given
   std::vector<std::string> cgroups;
   size_t slowest = 0;
   std::string slower_than;

@@ -55,9 +55,14 @@ void add_attribution_options(CLI::App& app, CommandLine& v) {
       ->type_name("DURATION");
   app.add_option("--kernel-slots", v.kernel_slots,
                  "Functions aggregated in the kernel at once (per-CPU histograms); others\n"
-                 "stay in events mode until a slot is free")
-      ->check(CLI::Range(1u, 100000u))
-      ->capture_default_str();
+                 "stay in events mode until a slot is free (default 64; with functions\n"
+                 "attached later, those known at start and 16 more, at most 64)")
+      ->check(CLI::Range(1u, 100000u));
+  app.add_option("--go-goroutines", v.go_goroutines,
+                 "Go code: at most N goroutines inside traced calls at once; an entry\n"
+                 "past them is counted lost (default 8192; kernel memory as they enter)")
+      ->check(CLI::Range(1u, kMaxGoGoroutines))
+      ->type_name("N");
   app.add_option("-c,--cgroup", v.cgroups,
                  "Trace only tasks in this cgroup v2 directory or below it (repeatable)")
       ->type_name("PATH");

@@ -30,7 +30,9 @@
 #include "collect/aggregator.h"
 #include "collect/calibration.h"
 #include "collect/cgroup_names.h"
+#include "collect/open_frames.h"
 #include "collect/trace_session.h"
+#include "common/read_file.h"
 #include "common/unique_fd.h"
 #include "offline/offline_module.h"
 #include "output/console_sink.h"
@@ -363,6 +365,11 @@ Result<Following> start_following(const Config& config, const LoadOptions& load,
   if (!config.following()) return following;
   auto watch = ExecWatch::start(config.follow_hold);
   if (!watch) return std::unexpected(watch.error());
+  if (messages.verbose) {
+    const std::string grace =
+        grace_period_line(read_whole_file("/sys/kernel/rcu_expedited").value_or(std::string()));
+    if (!grace.empty()) messages.note(grace);
+  }
   AttachSettings settings =
       attach_settings(config, load, probes.method,
                       config.subtract_overhead ? calibration : std::optional<Calibration>());
@@ -404,20 +411,22 @@ std::function<void(Report&)> agent_status(const Following& following) {
   if (!following.follower) return {};
   return [&following](Report& report) {
     const FollowStats stats = following.follower->stats();
-    AgentStatus status;
-    status.config_last_reload_successful = following.last_reload_ok;
-    status.config_reload_failures = following.reload_failures;
-    status.functions_attached = stats.functions_attached;
-    status.files_attached = stats.files_attached;
-    status.processes_seen = stats.processes_seen;
-    status.exec_dropped = stats.exec_dropped;
+    std::vector<std::pair<std::string, uint64_t>> attach_failures;
     for (size_t i = 0; i < stats.failures.size(); i++) {
-      status.attach_failures.emplace_back(
-          std::string(follow_failure_name(static_cast<FollowFailure>(i))), stats.failures[i]);
+      attach_failures.emplace_back(std::string(follow_failure_name(static_cast<FollowFailure>(i))),
+                                   stats.failures[i]);
     }
-    status.probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9;
-    status.kernel_memory_bytes = stats.kernel_memory_bytes;
-    report.agent = std::move(status);
+    report.agent = AgentStatus{
+        .config_last_reload_successful = following.last_reload_ok,
+        .config_reload_failures = following.reload_failures,
+        .functions_attached = stats.functions_attached,
+        .files_attached = stats.files_attached,
+        .processes_seen = stats.processes_seen,
+        .exec_dropped = stats.exec_dropped,
+        .attach_failures = std::move(attach_failures),
+        .probe_cpu_seconds = static_cast<double>(report.probe_cpu_ns) / 1e9,
+        .kernel_memory_bytes = stats.kernel_memory_bytes,
+    };
   };
 }
 
@@ -492,7 +501,9 @@ Result<void> drop_after_attach(const std::optional<TargetUser>& user, const Conf
       (late.waiting() ? late_attach_capabilities(probes.method == AttachMethod::kPerfEvent) : 0) |
           // Following: links and task iterators made as programs start.
           (config.following() ? late_attach_capabilities(true) : 0) |
-          (probes.object->slow_calls() ? stack_unwinding_capabilities() : 0));
+          (probes.object->slow_calls() ? stack_unwinding_capabilities() : 0) |
+          // Go code: whether a goroutine with a call in flight ended (its g's goid).
+          (probes.object->options().go_programs ? process_memory_capabilities() : 0));
 }
 
 // How the session runs: the run's options, and the callbacks through which
@@ -521,6 +532,12 @@ SessionOptions run_session_options(const Config& config, const Messages& message
     return named;
   };
   if (probes.object->slow_calls()) name_slow_call_stacks(stacks, options);
+  if (probes.object->options().go_programs) {
+    options.read_goid = [](uint32_t tgid, uint64_t address) {
+      RaisedCapabilities raised;  // another process's memory (drop_privileges)
+      return read_goid(tgid, address);
+    };
+  }
   return options;
 }
 

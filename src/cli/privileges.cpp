@@ -243,6 +243,10 @@ CapabilityMask stack_unwinding_capabilities() {
   return capability_bit(CAP_SYS_PTRACE) | capability_bit(CAP_DAC_READ_SEARCH);
 }
 
+CapabilityMask process_memory_capabilities() {
+  return capability_bit(CAP_SYS_PTRACE);
+}
+
 Result<uint64_t> raise_open_file_limit() {
   rlimit limit{};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {

@@ -57,6 +57,10 @@ CapabilityMask late_attach_capabilities(bool perf_event_fallback);
 // of its own, another user's) and its binaries (CAP_DAC_READ_SEARCH).
 CapabilityMask stack_unwinding_capabilities();
 
+// What reading another process's memory needs (process_vm_readv of a
+// process with capabilities of its own, another user's): CAP_SYS_PTRACE.
+CapabilityMask process_memory_capabilities();
+
 // Switches to `user` (when given), then leaves every thread of the process
 // with no capability at all, except the calling thread's permitted set,
 // which keeps `keep` (intersected with what it has). Call it on the thread

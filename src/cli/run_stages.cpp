@@ -54,6 +54,23 @@ Result<void> refuse_options_code_lacks(const Config& config, std::span<const Pro
   return {};
 }
 
+namespace {
+
+// Kernel slots by default: one for each function aggregated in the kernel at
+// once, up to 64. Functions attached later (--follow, --config, libraries
+// awaited) are room for what may come, mostly never hot at once: the
+// functions known at start and 16 more. A slot is a histogram per CPU
+// (5.8 KB x CPUs); a function without one stays in events mode, every call
+// still counted.
+uint32_t kernel_slots_for(const Config& config, uint32_t functions_at_start, bool awaiting) {
+  constexpr uint32_t kDefaultSlots = 64;
+  constexpr uint32_t kLateSlots = 16;
+  if (config.kernel_slots) return *config.kernel_slots;
+  return awaiting ? std::min(kDefaultSlots, functions_at_start + kLateSlots) : kDefaultSlots;
+}
+
+}  // namespace
+
 LoadOptions load_options(const Config& config, const PlannedTargets& targets,
                          const std::optional<Calibration>& calibration) {
   // Functions attached later: of libraries a process loads, or of programs
@@ -73,7 +90,11 @@ LoadOptions load_options(const Config& config, const PlannedTargets& targets,
   load.value_rule = config.value_series.rule;
   load.max_series = config.max_series;
   // --mode events never aggregates in the kernel: one slot, not a pool.
-  load.kernel_slots = config.mode == ModeChoice::kEvents ? 1 : config.kernel_slots;
+  load.kernel_slots =
+      config.mode == ModeChoice::kEvents
+          ? 1
+          : kernel_slots_for(config, static_cast<uint32_t>(targets.sites.size()), awaiting);
+  load.go_goroutines = config.go_goroutines;
   // Functions attached later may need either kind of exit; load_and_attach
   // adds the programs the plans at hand need.
   load.return_program = awaiting;
@@ -252,6 +273,21 @@ std::string follow_banner(const Config& config) {
       "Following {} into every process that runs it, now or later, in any container ({})... "
       "Hit Ctrl-C to end.\n",
       text, name_in(kModeStatements, config.mode));
+}
+
+std::string grace_period_line(std::string_view rcu_expedited) {
+  while (!rcu_expedited.empty() && rcu_expedited.back() == '\n') rcu_expedited.remove_suffix(1);
+  if (rcu_expedited == "1") {
+    return "the node's RCU grace periods are expedited (/sys/kernel/rcu_expedited 1): a new "
+           "program file is attached within milliseconds of its exec";
+  }
+  if (rcu_expedited == "0") {
+    return "the node's RCU grace periods are normal (/sys/kernel/rcu_expedited 0): a new program "
+           "file's first attach waits for one, so its calls of the first ~10-20 ms after its exec "
+           "are not timed; --follow-hold times them, the node's rcu_expedited=1 shortens the "
+           "wait (docs/agent.md)";
+  }
+  return {};
 }
 
 std::string never_loaded_line(int pid, std::span<const TargetSpec> pending) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -84,6 +85,12 @@ std::string never_loaded_line(int pid, std::span<const TargetSpec> pending);
 // --follow/--config: what is followed (and, with --check-config, that the
 // file is valid).
 std::string follow_banner(const Config& config);
+// --follow/--config with -v: what the node's RCU grace periods are, given
+// /sys/kernel/rcu_expedited's content. A new program file's first uprobe
+// registration waits for one (the kernel's dup_mmap_sem), so they set how
+// long after its exec a new file is attached; the setting is the node's.
+// Empty for content that is neither 0 nor 1 (the file unread).
+std::string grace_period_line(std::string_view rcu_expedited);
 
 // -l: every function the TARGETs match, with the entry offset the planner
 // chose; plans[i] is listed[i]'s plan, or empty for a function the resolver

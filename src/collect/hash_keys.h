@@ -1,7 +1,8 @@
 // Why: open_frames and span_open both take, from a BPF hash the probes
 // write, the keys of processes user space has decided about (exited, or the
 // run ended). A walk of a hash that changes may start over, so each key is
-// kept once; the decision is asked once a process. One walk serves both.
+// kept once; the decision is asked once a process. One walk serves both, and
+// so does the count by function id of what the keys held.
 #pragma once
 
 #include <bpf/bpf.h>
@@ -44,6 +45,25 @@ Result<std::vector<Key>> keys_of_processes(int fd, const std::function<bool(uint
   }
   if (errno != ENOENT) return runtime_error("walk the " + what, errno);
   return taken;
+}
+
+// The keys of processes `take` picks (keys_of_processes), each handed to
+// `count` with the counts by function id so far; returns those counts, or
+// the first error `count` returns. `count(const Key&, std::map<uint32_t,
+// uint64_t>&)` returns Result<void>.
+template <typename Key, typename Count>
+Result<std::map<uint32_t, uint64_t>> count_keys_of_processes(
+    int fd, const std::function<bool(uint32_t tgid)>& take, const std::string& what,
+    const Count& count) {
+  auto taken = keys_of_processes<Key>(fd, take, what);
+  if (!taken) return std::unexpected(taken.error());
+  std::map<uint32_t, uint64_t> counts;
+  for (const Key& key : *taken) {
+    if (Result<void> counted = count(key, counts); !counted) {
+      return std::unexpected(counted.error());
+    }
+  }
+  return counts;
 }
 
 }  // namespace funclatency

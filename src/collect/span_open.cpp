@@ -14,18 +14,17 @@ namespace funclatency {
 
 Result<std::map<uint32_t, uint64_t>> take_open_spans(
     int open_spans_fd, const std::function<bool(uint32_t tgid)>& take) {
-  auto taken = keys_of_processes<fl_span_key>(open_spans_fd, take, "open spans (open_spans)");
-  if (!taken) return std::unexpected(taken.error());
-  std::map<uint32_t, uint64_t> open;
-  for (const fl_span_key& gone : *taken) {
-    // Counted once: deleted here, or (ENOENT) its end came meanwhile.
-    if (bpf_map_delete_elem(open_spans_fd, &gone) == 0) {
-      open[gone.fn_id]++;
-    } else if (errno != ENOENT) {
-      return runtime_error("delete an open span", errno);
-    }
-  }
-  return open;
+  return count_keys_of_processes<fl_span_key>(
+      open_spans_fd, take, "open spans (open_spans)",
+      [&](const fl_span_key& gone, std::map<uint32_t, uint64_t>& open) -> Result<void> {
+        // Counted once: deleted here, or (ENOENT) its end came meanwhile.
+        if (bpf_map_delete_elem(open_spans_fd, &gone) == 0) {
+          open[gone.fn_id]++;
+        } else if (errno != ENOENT) {
+          return runtime_error("delete an open span", errno);
+        }
+        return {};
+      });
 }
 
 Result<std::vector<LostCounts>> read_span_lost(int span_lost_fd, uint32_t spans) {

@@ -36,11 +36,14 @@ Result<void> watch(int epoll_fd, int fd, EpollTag tag) {
 }
 
 constexpr std::chrono::milliseconds kPolicyPeriod{250};
+// Go code: how often the stacks of goroutines that ended inside a call are
+// looked for when no interval does it (their room is the bound's).
+constexpr std::chrono::seconds kFrameSweepPeriod{1};
 
 }  // namespace
 
 struct TraceSession::Schedule {
-  Clock::time_point next_policy, last_policy, next_live, next_late_attach;
+  Clock::time_point next_policy, last_policy, next_live, next_late_attach, next_frame_sweep;
   bool reload_asked = false;
   std::optional<Clock::time_point> next_interval, deadline;
 };
@@ -150,14 +153,16 @@ void TraceSession::delete_ended_kernel_series() {
   }
 }
 
-// Go code: the frames goroutines of exited processes left open (the last
-// call a panic abandoned, a goroutine that ended inside a call) never
-// return; counted lost, as the probes count a frame a later call shows
-// abandoned. A process still running keeps its frames: calls in flight.
+// Go code: the frames goroutines left open when they ended inside a call
+// (the last call a panic abandoned) or their process exited never return;
+// counted lost, as the probes count a frame a later call shows abandoned,
+// and their room in the map freed. A goroutine still running keeps its
+// frames: calls in flight.
 Result<void> TraceSession::count_frames_left_open() {
   if (!object_.options().go_programs) return {};
-  auto open = take_open_go_frames_of_exited(object_.go_stacks_fd(),
-                                            [](uint32_t tgid) { return process_gone(tgid); });
+  auto open = take_open_go_frames_of_ended(
+      object_.go_stacks_fd(), [](uint32_t tgid) { return process_gone(tgid); },
+      options_.read_goid ? options_.read_goid : read_goid);
   if (!open) return std::unexpected(open.error());
   for (const auto& [fn_id, frames] : *open) {
     aggregator_.on_lost(fn_id, LostCounts{.unreturned = frames});
@@ -463,7 +468,8 @@ TraceSession::Schedule TraceSession::start_schedule(Clock::time_point start) con
   Schedule schedule{.next_policy = start + kPolicyPeriod,
                     .last_policy = start,
                     .next_live = start + options_.live_period,
-                    .next_late_attach = start};
+                    .next_late_attach = start,
+                    .next_frame_sweep = start + kFrameSweepPeriod};
   if (options_.interval.count() > 0) schedule.next_interval = start + options_.interval;
   if (options_.duration) schedule.deadline = start + *options_.duration;
   return schedule;
@@ -526,6 +532,10 @@ Result<std::optional<StopReason>> TraceSession::run_due_tasks(EventReader& reade
     schedule.next_policy = now + kPolicyPeriod;
   }
   if (stopping) return std::optional<StopReason>();
+  if (!schedule.next_interval && now >= schedule.next_frame_sweep) {
+    if (auto ok = count_frames_left_open(); !ok) return std::unexpected(ok.error());
+    schedule.next_frame_sweep = now + kFrameSweepPeriod;
+  }
   if (!options_.live_sinks.empty() && now >= schedule.next_live) {
     if (auto ok = write_live(reader); !ok) return std::unexpected(ok.error());
     schedule.next_live = now + options_.live_period;

@@ -63,6 +63,10 @@ struct SessionOptions {
   std::function<void()> slow_calls_resolved;
   // The function a --slower-than line names: its symbol and binary.
   std::function<std::pair<std::string, std::string>(uint32_t fn_id)> describe_function;
+  // Go code: the goid at `address` in process `tgid` (has a goroutine with a
+  // call in flight ended?), raising what reading another process takes;
+  // empty: collect/open_frames' read_goid as the run is.
+  std::function<std::optional<uint64_t>(uint32_t tgid, uint64_t address)> read_goid;
 };
 
 enum class StopReason { kSignal, kDuration, kProcessExited, kSinkBroken };

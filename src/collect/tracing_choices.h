@@ -35,6 +35,10 @@ inline constexpr uint32_t kValueFromArg = FL_VALUE_ARG;
 inline constexpr size_t kMaxCgroupFilters = FL_MAX_CGROUP_FILTERS;
 // --slowest K, at most (the probes keep the last K durations sent).
 inline constexpr size_t kMaxSlowest = FL_MAX_SLOWEST;
+// --go-goroutines: goroutines inside traced calls at once, by default and at
+// most (the bound costs 16 B a hash bucket, rounded up to a power of two).
+inline constexpr uint32_t kDefaultGoGoroutines = FL_GO_MAX_GOROUTINES;
+inline constexpr uint32_t kMaxGoGoroutines = 1u << 20;
 
 // The flags of a function whose target has --by keys of its own
 // (`by_bits`: series_by_bits), within the run's: its calls are split by

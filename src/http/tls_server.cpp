@@ -270,19 +270,14 @@ namespace {
 // stat() follows symbolic links: a Kubernetes Secret volume swaps its
 // ..data link, so the file reached changes inode.
 TlsContextSource::Stamp stamp_of(const std::string& path) {
-  TlsContextSource::Stamp stamp;
-  if (path.empty()) return stamp;
+  if (path.empty()) return {};
   struct stat info {};
-  if (stat(path.c_str(), &info) != 0) {
-    stamp.error = errno;
-    return stamp;
-  }
-  stamp.device = info.st_dev;
-  stamp.inode = info.st_ino;
-  stamp.size = info.st_size;
-  stamp.modified = info.st_mtim;
-  stamp.changed = info.st_ctim;
-  return stamp;
+  if (stat(path.c_str(), &info) != 0) return {.error = errno};
+  return {.device = info.st_dev,
+          .inode = info.st_ino,
+          .size = info.st_size,
+          .modified = info.st_mtim,
+          .changed = info.st_ctim};
 }
 
 // cert_file, key_file, client_ca_file; inline PEM has no file.

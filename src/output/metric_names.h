@@ -78,37 +78,45 @@ struct AttributeName {
   std::string_view otlp;
 };
 
-inline constexpr AttributeName kSymbol{"symbol", "symbol"};
-inline constexpr AttributeName kBinary{"binary", "binary"};
-// -p PID (OTLP: with --otlp-pid-attribute).
-inline constexpr AttributeName kPid{"pid", "pid"};
-// --by: the series' own. Prometheus has one `pid` label for -p and --by pid.
-inline constexpr AttributeName kSeriesPid{"pid", "process.pid"};
-inline constexpr AttributeName kComm{"comm", "process.executable.name"};
-inline constexpr AttributeName kCgroup{"cgroup", "cgroup"};
-inline constexpr AttributeName kContainerId{"container_id", "container.id"};
-inline constexpr AttributeName kPodUid{"pod_uid", "k8s.pod.uid"};
-inline constexpr AttributeName kSeries{"series", "series"};  // "other": over --max-series
-inline constexpr AttributeName kContainerRuntime{"container_runtime", "container.runtime"};
-// --by retval[:RULE] / argN[:BUCKETS]: the call's outcome class, or its
-// argument's bucket and which argument it is.
-inline constexpr AttributeName kRetval{"retval", "retval"};
-inline constexpr AttributeName kArg{"arg", "arg"};
-inline constexpr AttributeName kArgIndex{"arg_index", "arg.index"};
-// --span: a span's name, where a function's series has `symbol`.
-inline constexpr AttributeName kSpan{"span", "span"};
-// Lost calls and attach failures, by reason.
-inline constexpr AttributeName kReason{"reason", "reason"};
+// The labels of a series, as (constant, Prometheus' name, OTLP's name): the
+// one list both the constants and kAttributes (every pair, for tests and docs
+// to walk) are made from, so a label is written once.
+#define FL_SERIES_ATTRIBUTES(X)                                                    \
+  X(kSymbol, "symbol", "symbol")                                                   \
+  X(kBinary, "binary", "binary")                                                   \
+  /* -p PID (OTLP: with --otlp-pid-attribute). */                                  \
+  X(kPid, "pid", "pid")                                                            \
+  /* --by: the series' own. Prometheus has one `pid` label for -p and --by pid. */ \
+  X(kSeriesPid, "pid", "process.pid")                                              \
+  X(kComm, "comm", "process.executable.name")                                      \
+  X(kCgroup, "cgroup", "cgroup")                                                   \
+  X(kContainerId, "container_id", "container.id")                                  \
+  X(kPodUid, "pod_uid", "k8s.pod.uid")                                             \
+  /* "other": over --max-series */                                                 \
+  X(kSeries, "series", "series")                                                   \
+  X(kContainerRuntime, "container_runtime", "container.runtime")                   \
+  /* --by retval[:RULE] / argN[:BUCKETS]: the call's outcome class, or its */      \
+  /* argument's bucket and which argument it is. */                                \
+  X(kRetval, "retval", "retval")                                                   \
+  X(kArg, "arg", "arg")                                                            \
+  X(kArgIndex, "arg_index", "arg.index")                                           \
+  /* --span: a span's name, where a function's series has `symbol`. */             \
+  X(kSpan, "span", "span")                                                         \
+  /* Lost calls and attach failures, by reason. */                                 \
+  X(kReason, "reason", "reason")
+#define FL_ATTRIBUTE_CONSTANT(constant, prometheus, otlp) \
+  inline constexpr AttributeName constant{prometheus, otlp};
+#define FL_ATTRIBUTE_ELEMENT(constant, prometheus, otlp) constant,
+FL_SERIES_ATTRIBUTES(FL_ATTRIBUTE_CONSTANT)
+inline constexpr AttributeName kAttributes[] = {FL_SERIES_ATTRIBUTES(FL_ATTRIBUTE_ELEMENT)};
+#undef FL_ATTRIBUTE_ELEMENT
+#undef FL_ATTRIBUTE_CONSTANT
+#undef FL_SERIES_ATTRIBUTES
 
 // --slowest: a slow call's exemplar. OTLP's also carry thread.name; its
 // code.stacktrace is the top frames, Prometheus' frame the innermost one.
 inline constexpr AttributeName kExemplarPid{"pid", "process.pid"};
 inline constexpr AttributeName kExemplarTid{"tid", "thread.id"};
 inline constexpr AttributeName kExemplarStack{"frame", "code.stacktrace"};
-
-// Every pair of a series, for tests and docs to walk.
-inline constexpr AttributeName kAttributes[] = {
-    kSymbol, kBinary,           kPid,    kSeriesPid, kComm,     kCgroup, kContainerId, kPodUid,
-    kSeries, kContainerRuntime, kRetval, kArg,       kArgIndex, kReason};
 
 }  // namespace funclatency::metric_names

@@ -39,10 +39,10 @@ static_assert(sizeof(fl_series_key) == 48);
 static_assert(sizeof(fl_switch_marks) == 32);
 static_assert(sizeof(fl_shadow_stack) ==
               8 + FL_MAX_DEPTH * sizeof(fl_frame) + FL_MAX_DEPTH * sizeof(fl_switch_marks));
-static_assert(sizeof(fl_thread_switches) == 40);
+static_assert(sizeof(fl_thread_switches) == 64);
 
 static_assert(sizeof(fl_go_key) == 16);
-static_assert(sizeof(fl_go_stack) == 8 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
+static_assert(sizeof(fl_go_stack) == 16 + FL_GO_MAX_DEPTH * sizeof(fl_frame));
 
 uint32_t stats_parts(bool cpu_split, bool self_time) {
   return (cpu_split ? uint32_t{FL_CALL_PARTS} : 1u) + (self_time ? 1u : 0u);
@@ -63,6 +63,14 @@ constexpr uint32_t kSlowCallsRingBytes = 2u << 20;
 uint32_t slots_for(const LoadOptions& options) {
   const uint32_t entries = options.num_functions ? options.num_functions : 1;
   return std::clamp<uint32_t>(options.kernel_slots ? options.kernel_slots : entries, 1, entries);
+}
+
+// --by in kernel mode: the series folded into `other` are counted once each
+// while the LRU holds them: as many as the series kept apart, at least
+// enough that the LRU's per-CPU free lists never evict early (its refill
+// takes up to 128 free entries a CPU), at most 16,384 (2 MB preallocated).
+uint32_t folded_series_entries(uint32_t max_series) {
+  return std::clamp<uint32_t>(max_series, 1024, 16384);
 }
 
 // Read-only settings and map sizes, before load. A map a run does not use
@@ -93,8 +101,9 @@ std::pair<int, const char*> size_maps(funclatency_bpf* skeleton, const LoadOptio
       {skeleton->maps.slow_floors,
        options.slow_calls && (options.slowest_floor_k || options.slow_floors) ? entries : 1},
       {skeleton->maps.series_stats, options.series_by ? options.max_series * parts : 1},
-      {skeleton->maps.folded_series, options.series_by ? 16384u : 1},
-      {skeleton->maps.go_stacks, options.go_programs ? FL_GO_MAX_GOROUTINES : 1},
+      {skeleton->maps.folded_series,
+       options.series_by ? folded_series_entries(options.max_series) : 1},
+      {skeleton->maps.go_stacks, options.go_programs ? options.go_goroutines : 1},
       {skeleton->maps.span_config, static_cast<uint32_t>(options.spans.size())},
       {skeleton->maps.span_lost, static_cast<uint32_t>(options.spans.size())},
       {skeleton->maps.open_spans, options.spans.empty() ? 1 : options.span_capacity},
@@ -214,6 +223,7 @@ BpfObject::~BpfObject() {
   funclatency_bpf::destroy(skeleton_);
 }
 
+// The call probes: whichever build loaded (choose_programs).
 bpf_program* BpfObject::entry_program() const {
   return uses_plain_programs(options_) ? skeleton_->progs.fl_entry_plain
                                        : skeleton_->progs.fl_entry;
@@ -225,55 +235,46 @@ bpf_program* BpfObject::return_program() const {
 bpf_program* BpfObject::exit_program() const {
   return uses_plain_programs(options_) ? skeleton_->progs.fl_exit_plain : skeleton_->progs.fl_exit;
 }
-bpf_program* BpfObject::go_entry_program() const {
-  return skeleton_->progs.fl_go_entry;
-}
-bpf_program* BpfObject::go_exit_program() const {
-  return skeleton_->progs.fl_go_exit;
-}
-bpf_program* BpfObject::sched_switch_program() const {
-  return skeleton_->progs.fl_sched_switch;
-}
-bpf_program* BpfObject::thread_exit_program() const {
-  return skeleton_->progs.fl_thread_exit;
-}
-bpf_program* BpfObject::span_start_program() const {
-  return skeleton_->progs.fl_span_start;
-}
-bpf_program* BpfObject::span_end_program() const {
-  return skeleton_->progs.fl_span_end;
-}
-int BpfObject::open_spans_fd() const {
-  return bpf_map__fd(skeleton_->maps.open_spans);
-}
-int BpfObject::span_lost_fd() const {
-  return bpf_map__fd(skeleton_->maps.span_lost);
-}
-int BpfObject::fn_stats_fd() const {
-  return bpf_map__fd(skeleton_->maps.fn_stats);
-}
-int BpfObject::fn_lost_fd() const {
-  return bpf_map__fd(skeleton_->maps.fn_lost);
-}
-int BpfObject::fn_config_fd() const {
-  return bpf_map__fd(skeleton_->maps.fn_config);
-}
-int BpfObject::events_fd() const {
-  return bpf_map__fd(skeleton_->maps.events);
-}
+
+// The skeleton's programs and maps the rest of the code reaches, as lists of
+// (accessor, name in the skeleton): one more is a line here and its
+// declaration in bpf_object.h.
+#define FL_PROGRAM_ACCESSORS(X)            \
+  X(go_entry_program, fl_go_entry)         \
+  X(go_exit_program, fl_go_exit)           \
+  X(sched_switch_program, fl_sched_switch) \
+  X(thread_exit_program, fl_thread_exit)   \
+  X(span_start_program, fl_span_start)     \
+  X(span_end_program, fl_span_end)
+#define FL_MAP_FD_ACCESSORS(X)     \
+  X(open_spans_fd, open_spans)     \
+  X(span_lost_fd, span_lost)       \
+  X(fn_stats_fd, fn_stats)         \
+  X(fn_lost_fd, fn_lost)           \
+  X(fn_config_fd, fn_config)       \
+  X(events_fd, events)             \
+  X(slow_calls_fd, slow_calls)     \
+  X(series_stats_fd, series_stats) \
+  X(go_stacks_fd, go_stacks)
+#define FL_DEFINE_PROGRAM_ACCESSOR(accessor, program) \
+  bpf_program* BpfObject::accessor() const {          \
+    return skeleton_->progs.program;                  \
+  }
+#define FL_DEFINE_MAP_FD_ACCESSOR(accessor, map) \
+  int BpfObject::accessor() const {              \
+    return bpf_map__fd(skeleton_->maps.map);     \
+  }
+FL_PROGRAM_ACCESSORS(FL_DEFINE_PROGRAM_ACCESSOR)
+FL_MAP_FD_ACCESSORS(FL_DEFINE_MAP_FD_ACCESSOR)
+#undef FL_DEFINE_MAP_FD_ACCESSOR
+#undef FL_DEFINE_PROGRAM_ACCESSOR
+#undef FL_MAP_FD_ACCESSORS
+#undef FL_PROGRAM_ACCESSORS
+
 uint64_t BpfObject::start_slow_interval() {
   return __atomic_add_fetch(&skeleton_->bss->slow_gen, 1, __ATOMIC_SEQ_CST);
 }
 
-int BpfObject::slow_calls_fd() const {
-  return bpf_map__fd(skeleton_->maps.slow_calls);
-}
-int BpfObject::series_stats_fd() const {
-  return bpf_map__fd(skeleton_->maps.series_stats);
-}
-int BpfObject::go_stacks_fd() const {
-  return bpf_map__fd(skeleton_->maps.go_stacks);
-}
 uint64_t BpfObject::series_folded() const {
   return __atomic_load_n(&skeleton_->bss->series_folded, __ATOMIC_RELAXED);
 }

@@ -32,6 +32,9 @@ struct LoadOptions {
   bool return_program = true;  // uretprobes
   bool exit_program = true;    // probes on ret instructions
   bool go_programs = false;    // goroutine-keyed entry and ret probes (sizes their map too)
+  // With go_programs: goroutines inside traced calls at once (--go-goroutines);
+  // the map is allocated as they enter, the bound costs its hash buckets.
+  uint32_t go_goroutines = FL_GO_MAX_GOROUTINES;
   // raw_tp/sched_process_exit: a thread that ends with calls in flight has
   // them counted lost.
   bool thread_exit_program = true;

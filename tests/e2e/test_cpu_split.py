@@ -13,9 +13,10 @@ from conftest import rows_from_json, totals_by_symbol, trace_workload, usec_row
 pytestmark = [pytest.mark.bpf, pytest.mark.alone]
 MODES = ["events", "kernel"]
 CALLS = 30
-# Interrupts handled while the workload burns count in neither its CPU clock
-# nor the tool's runnable time: a bound on them per call.
-IRQ_SLACK_NS = 200_000
+# The scheduler times a wait on the run queue with its run queue's clock, the
+# tool with the switches' own timestamps: they differ by a few microseconds a
+# switch, a bound on that per time the thread got the CPU back.
+SWITCH_CLOCK_SLACK_NS = 20_000
 
 
 def rows_list(rows: dict) -> list:
@@ -54,6 +55,15 @@ def slowest_calls(record: dict, calls: list) -> str:
             f"burn and sleep: {[dict(c, outside_ns=outside(c)) for c in worst]}")
 
 
+def longest_burn_waits(calls: list) -> str:
+    """For a failure's message: the four calls that waited longest on the run
+    queue during their burn, by the scheduler and by the burn's own clocks."""
+    worst = sorted(calls, key=lambda c: c["burn_run_delay_ns"], reverse=True)[:4]
+    return "longest burn waits (run_delay us, wall less CPU us, wall us): " + str(
+        [(c["burn_run_delay_ns"] // 1000, (c["burn_wall_ns"] - c["burn_cpu_ns"]) // 1000,
+          c["wall_ns"] // 1000) for c in worst])
+
+
 def split_samples(truth_path) -> dict:
     return json.loads((truth_path.parent / (truth_path.name + ".split")).read_text())
 
@@ -74,8 +84,12 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
         record = totals[symbol]
         calls = samples[symbol]
         assert record["count"] == truth.function(symbol)["returned"] == len(calls) == CALLS
-        # Now and then a context switch misses the sched_switch program; the
-        # tool then says the call's split is unknown rather than guess.
+        # Some context switches never reach the sched_switch tracepoint (here
+        # those away from some system threads): a thread handed the CPU back
+        # by one is seen leaving and not coming back. After a preemption the
+        # tool times that wait from the scheduler's run_delay; any other time
+        # out it cannot time, and it says the call's split is unknown rather
+        # than guess (as when the kernel counted a switch-out it did not see).
         unknown = record["split_unknown"]
         assert unknown <= CALLS // 10, f"{symbol}: {unknown} calls with an unknown split"
         for part in ("oncpu", "runnable", "blocked"):
@@ -89,14 +103,9 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
             assert parts_sum < record["sum_ns"], (symbol, parts_sum, record["sum_ns"])
         # On-CPU: at least the thread CPU time the body measured, at most the
         # call's wall time less the sleep it asked for (asleep, it cannot
-        # run); within a row of those per call. Held to the CPU clock alone,
-        # it failed 4 times in 24 with idle-priority loops beside it (the
-        # fuzzers, for a day): a call asked 6 ms of sleep, came back after
-        # 8.8 (its CPU clock: 1.54 ms in all), and the tool, missing no
-        # switch, put it on the CPU for more than 4 ms. With those loops the
-        # runnable bound below failed once in 25 the same way (a contended
-        # burn the tool saw on the CPU throughout): ./scripts/test runs
-        # these tests with nothing beside them.
+        # run); within a row of those per call. Not at most its CPU clock:
+        # time the hypervisor steals from the running thread is on the CPU
+        # for the tool (no switch) and in neither clock (see runnable below).
         rows_between(rows_from_json(record["oncpu"]),
                      [usec_row(c["cpu_ns"] // 1000) for c in calls],
                      [usec_row(max(0, c["wall_ns"] - c["sleep_asked_ns"]) // 1000) for c in calls],
@@ -109,22 +118,27 @@ def test_cpu_split_matches_the_programs_own_clocks(procs, tool, workload, mode):
         assert low - 1 <= blocked[0] and blocked[-1] <= high + 1, (symbol, blocked, low, high)
         assert record["lost"] == 0, record
 
-        # Runnable: at least the burn's wall time less its CPU time (waiting
-        # for the CPU while burning; less IRQ_SLACK_NS of interrupts, which
-        # the thread's CPU clock leaves out too), at most the call's wall
-        # time less its CPU time and the sleep asked for; within a row of
-        # those per call.
+        # Runnable (switched out while runnable): at least what the scheduler
+        # says the thread waited on the run queue during the burn (run_delay;
+        # the burn never sleeps, so all of it is preemption), at most the call's wall time
+        # less its CPU time and the sleep asked for; within a row of those per
+        # call. The burn's wall less its CPU time is no lower bound: on a
+        # virtual machine the hypervisor steals time from a running thread
+        # (the steal column of /proc/stat), which neither the thread's CPU
+        # clock nor the run queue counts, and which the tool, seeing no
+        # switch, rightly puts on the CPU (a call of split_alone once burned
+        # 1.5 ms of CPU in 4 ms of wall, none of it runnable).
         rows_between(
             rows_from_json(record["runnable"]),
-            [usec_row(max(0, c["burn_wall_ns"] - c["burn_cpu_ns"] - IRQ_SLACK_NS) // 1000)
-             for c in calls],
+            [usec_row(max(0, c["burn_run_delay_ns"] - SWITCH_CLOCK_SLACK_NS * c["burn_arrivals"])
+                      // 1000) for c in calls],
             [usec_row(max(0, c["wall_ns"] - c["cpu_ns"] - c["sleep_asked_ns"]) // 1000)
              for c in calls],
-            f"{symbol} runnable; {parts_of(record)}")
+            f"{symbol} runnable; {parts_of(record)}; {longest_burn_waits(calls)}")
 
     alone, contended = totals["split_alone"], totals["split_contended"]
-    waited = sum(c["burn_wall_ns"] - c["burn_cpu_ns"] for c in samples["split_contended"])
-    # The program saw the contention, and the tool sees more waiting for the
+    waited = sum(c["burn_run_delay_ns"] for c in samples["split_contended"])
+    # The scheduler saw the contention, and the tool sees more waiting for the
     # CPU with the busy threads than without (alone it is near zero on an
     # idle machine; the per-call bounds above hold on a busy one too).
     assert waited > 10_000_000, f"the busy threads took only {waited} ns from the burns"

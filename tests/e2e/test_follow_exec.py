@@ -10,6 +10,8 @@
   not seen (a new image version); the program itself sees only a delay.
 - The bound: a held process goes on when the bound runs out, even when the
   agent is killed while it holds it.
+- With -v the agent says once which RCU grace periods the node has (what
+  sets how long after its exec a new file is attached).
 """
 
 import os
@@ -114,6 +116,26 @@ def test_only_execs_by_a_followed_name_reach_the_agent(procs, tool, target_app, 
     last = [r for r in parse_json_records(agent.text("stdout")) if r["type"] == "agent"][-1]
     # Execs the kernel judged alone are still seen.
     assert last["processes_seen"] >= 40, last
+
+
+def test_verbose_says_once_which_grace_periods_the_node_has(procs, tool, target_app, tmp_path):
+    """A new file's first attach waits for an RCU grace period, so with -v the
+    agent says once at its start which the node has, as
+    /sys/kernel/rcu_expedited says; without -v it says nothing of them."""
+    setting = Path("/sys/kernel/rcu_expedited").read_text().strip()
+    kind = {"0": "normal", "1": "expedited"}[setting]
+    program = tmp_path / unique_name("gp")
+    shutil.copy2(target_app, program)
+    for verbose in (["-v"], []):
+        agent = start_agent(procs, tool, [*verbose, f"{program}:slow_op"])
+        assert agent.stop() == 0, agent.describe()
+        said = [line for line in agent.lines("stderr") if "grace periods" in line]
+        if verbose:
+            assert len(said) == 1, agent.describe()
+            assert said[0].startswith(f"funclatency: the node's RCU grace periods are {kind} "
+                                      f"(/sys/kernel/rcu_expedited {setting})"), said
+        else:
+            assert said == [], said
 
 
 def percentile(values, fraction):

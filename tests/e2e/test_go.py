@@ -109,13 +109,13 @@ def function_problems(record, expected, mode):
     return [f"{name}: {problem}" for problem in problems + record_problems(record, expected)]
 
 
-def trace_go(procs, tool, program, symbols, mode, workload_args):
+def trace_go(procs, tool, program, symbols, mode, workload_args, tool_args=()):
     """trace_workload() for go-workload, which when it dies says why in its
     first lines (a uretprobe's return address met by a stack walk: "runtime:
     ... unexpected return pc", "fatal error"), before a goroutine dump that a
     failure message would otherwise show only the end of."""
     work = procs.start_workload(program, workload_args)
-    traced = procs.start_tool(tool, ["--json", "--mode", mode, "-p", work.pid,
+    traced = procs.start_tool(tool, ["--json", "--mode", mode, *tool_args, "-p", work.pid,
                                      *[f"{program}:{symbol}" for symbol in symbols]])
     work.start()
     code = work.process.wait(120.0)
@@ -331,4 +331,58 @@ def test_last_call_a_panic_abandons_is_counted_lost(procs, tool, go_program, mod
     record = totals["main.panicky"]
     assert record["count"] + record["lost"] == calls, record
     problems = function_problems(record, fn, mode)
+    assert not problems, "\n".join(problems)
+
+
+# --- Goroutines inside traced calls: the kernel's room for them -------------------
+
+
+@pytest.mark.bpf
+@pytest.mark.parametrize("mode", MODES)
+def test_goroutines_past_go_goroutines_are_counted_lost(procs, tool, go_program, mode):
+    """sleepy: 50 goroutines parked inside main.sleepy at once, room for 10
+    (--go-goroutines): a call that finds no room is counted lost, never
+    dropped without a word nor mispaired; the calls that found room are
+    counted."""
+    totals, truth = trace_go(procs, tool, go_program("go-workload"), ["main.sleepy"], mode,
+                             ["--scenario", "sleepy"], tool_args=["--go-goroutines", "10"])
+    fn = truth.function("main.sleepy")
+    assert fn["returned"] == 50 * 8, fn
+    record = totals["main.sleepy"]
+    assert record["count"] + record["lost"] == fn["returned"], record
+    assert record["lost"] > 0 and record["count"] > 0, record
+
+
+@pytest.mark.bpf
+@pytest.mark.parametrize("mode", MODES)
+def test_goroutines_that_end_inside_a_call_give_their_room_back(procs, tool, go_program, mode):
+    """panic-goroutines: 8 goroutines in turn, each ending with a call of
+    main.panicky abandoned, in a process that runs on; room for 2 goroutines
+    in traced calls. The stack an ended goroutine left is taken at the next
+    interval (its g holds another goroutine's goid), its frame counted lost:
+    every round finds room, and every call is counted or lost exactly."""
+    rounds = 8
+    totals, truth = trace_go(procs, tool, go_program("go-workload"), ["main.panicky"], mode,
+                             ["--scenario", "panic-goroutines", "--calls", str(rounds),
+                              "--procs", "1"],
+                             tool_args=["--go-goroutines", "2", "-i", "0.1"])
+    fn = truth.function("main.panicky")
+    assert (fn["returned"], fn["abandoned"]) == (rounds, rounds), fn
+    problems = function_problems(totals["main.panicky"], fn, mode)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.bpf
+def test_without_intervals_ended_goroutines_are_looked_for_every_second(procs, tool, go_program):
+    """The same without -i (an agent that only exports): the stacks of ended
+    goroutines are looked for every second, so 10 rounds 500 ms apart fit in
+    room for 6 goroutines."""
+    rounds = 10
+    totals, truth = trace_go(procs, tool, go_program("go-workload"), ["main.panicky"], "events",
+                             ["--scenario", "panic-goroutines", "--calls", str(rounds),
+                              "--procs", "1"],
+                             tool_args=["--go-goroutines", "6"])
+    fn = truth.function("main.panicky")
+    assert (fn["returned"], fn["abandoned"]) == (rounds, rounds), fn
+    problems = function_problems(totals["main.panicky"], fn, "events")
     assert not problems, "\n".join(problems)

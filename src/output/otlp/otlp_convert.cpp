@@ -259,23 +259,22 @@ metrics_pb::NumberDataPoint* add_count_point(metrics_pb::Sum* sum, uint64_t star
   return point;
 }
 
-// Whether any function of `report` has what `of` picks (an optional part:
-// --cpu-split and --self histograms exist only for the functions that ask).
-template <typename Of>
-bool any_function_has(const Report& report, const Of& of) {
-  return std::ranges::any_of(
-      report.functions, [&](const FunctionReport& function) { return of(function).has_value(); });
+// An optional part's histogram metric (--cpu-split's parts, --self), with no
+// exemplars: `part_of` gives a function's part, or nullptr where the function
+// has none. Nothing when no function has it.
+template <typename PartOf>
+void add_part_metric(metrics_pb::ScopeMetrics* scope, std::string_view name,
+                     const char* description, const Report& report, const OtlpOptions& options,
+                     uint64_t start_ns, uint64_t time_ns, const PartOf& part_of) {
+  if (std::ranges::none_of(report.functions, part_of)) return;
+  add_latency_metric(scope, name, description, report, options, start_ns, time_ns, part_of,
+                     [](const FunctionReport&) -> const std::vector<SlowCall>* { return nullptr; });
 }
 
-// --cpu-split: where the latency went, one histogram per part. Nothing when
-// no function has a split.
+// --cpu-split: where the latency went, one histogram per part.
 void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report,
                            const OtlpOptions& options, bool delta, uint64_t start_ns,
                            uint64_t time_ns) {
-  auto split_of = [&](const FunctionReport& function) -> const std::optional<CpuSplit>& {
-    return delta ? function.interval_split : function.total_split;
-  };
-  if (!any_function_has(report, split_of)) return;
   const std::tuple<std::string_view, const char*, LatencyHistogram CpuSplit::*> parts[] = {
       {kOncpuMetricName, "Time calls to a traced function spent running on a CPU",
        &CpuSplit::oncpu},
@@ -288,34 +287,26 @@ void add_cpu_split_metrics(metrics_pb::ScopeMetrics* scope, const Report& report
        &CpuSplit::blocked},
   };
   for (const auto& [name, description, part] : parts) {
-    add_latency_metric(
-        scope, name, description, report, options, start_ns, time_ns,
-        [&](const FunctionReport& function) -> const LatencyHistogram* {
-          const auto& split = split_of(function);
-          return split ? &(*split.*part) : nullptr;
-        },
-        [](const FunctionReport&) -> const std::vector<SlowCall>* { return nullptr; });
+    add_part_metric(scope, name, description, report, options, start_ns, time_ns,
+                    [&](const FunctionReport& function) -> const LatencyHistogram* {
+                      const auto& split = delta ? function.interval_split : function.total_split;
+                      return split ? &(*split.*part) : nullptr;
+                    });
   }
 }
 
-// --self: each call's exclusive time. Nothing when no function has it.
+// --self: each call's exclusive time.
 void add_self_time_metric(metrics_pb::ScopeMetrics* scope, const Report& report,
                           const OtlpOptions& options, bool delta, uint64_t start_ns,
                           uint64_t time_ns) {
-  auto self_of = [&](const FunctionReport& function) -> const std::optional<LatencyHistogram>& {
-    return delta ? function.interval_self : function.total_self;
-  };
-  if (!any_function_has(report, self_of)) return;
-  add_latency_metric(
-      scope, kSelfTimeMetricName,
-      "Self (exclusive) time of calls to a traced function: each call's time less that of the "
-      "traced calls it made directly",
-      report, options, start_ns, time_ns,
-      [&](const FunctionReport& function) -> const LatencyHistogram* {
-        const auto& self = self_of(function);
-        return self ? &*self : nullptr;
-      },
-      [](const FunctionReport&) -> const std::vector<SlowCall>* { return nullptr; });
+  add_part_metric(scope, kSelfTimeMetricName,
+                  "Self (exclusive) time of calls to a traced function: each call's time less "
+                  "that of the traced calls it made directly",
+                  report, options, start_ns, time_ns,
+                  [&](const FunctionReport& function) -> const LatencyHistogram* {
+                    const auto& self = delta ? function.interval_self : function.total_self;
+                    return self ? &*self : nullptr;
+                  });
 }
 
 // Lost calls, a point per function and reason. Returns the calls the ring

@@ -45,6 +45,13 @@
 //	self     --goroutines goroutines (here default 6) each make --calls rounds
 //	         (default 10) of traced calls that call traced calls, one of them
 //	         abandoned by a panic (self_time.go). Run only when asked for.
+//	panic-goroutines
+//	         --calls rounds (default 8), 500 ms apart, each on a fresh goroutine:
+//	         a call of main.panicky that returns, then one that panics and is
+//	         recovered by an untraced caller, after which the goroutine ends
+//	         while the process runs on. With --procs 1 the next round's
+//	         goroutine reuses the ended one's g (a new goid in it): a tracer
+//	         sees that one ended. Run only when asked for.
 //	panic-last
 //	         on one goroutine, --calls calls (default 500) of main.panicky, every
 //	         one of them panicking and recovered by an untraced caller, the last
@@ -228,6 +235,9 @@ const (
 	panicSleep  = 400 * time.Microsecond
 	panicRounds = 50  // default --calls
 	lastRounds  = 500 // panic-last's default --calls
+	// panic-goroutines: default --calls, and the pause between rounds.
+	goroutineRounds = 8
+	goroutinePause  = 500 * time.Millisecond
 )
 
 type panicWhere int
@@ -320,6 +330,22 @@ func runPanicLast(calls int) {
 	<-done
 }
 
+// runPanicGoroutines: goroutines that end with a call of main.panicky
+// abandoned, one after another, in a process that runs on.
+func runPanicGoroutines(calls int) {
+	panickyTruth := truthOf("main.panicky")
+	for i := 0; i < calls && keepGoing(); i++ {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			callPanicky(panickyTruth, i, noPanic)
+			callPanicky(panickyTruth, i, panicInFunction)
+		}()
+		<-done
+		time.Sleep(goroutinePause)
+	}
+}
+
 // --- outcomes: an error result, nil or not, on a schedule ---------------------
 
 var errFetch = errors.New("fetch failed")
@@ -382,7 +408,7 @@ func runOutcomes(calls int) {
 var allScenarios = []string{"sleepy", "grow", "recurse", "panic", "panic-same-site"}
 
 // Scenarios run only when named: "all" keeps what the other tests expect of it.
-var extraScenarios = []string{"panic-last", "outcomes", "self"}
+var extraScenarios = []string{"panic-last", "panic-goroutines", "outcomes", "self"}
 
 type options struct {
 	scenario   string
@@ -422,7 +448,7 @@ func parseOptions() options {
 		badUsage("unknown --scenario %q (%s, or all)", o.scenario,
 			strings.Join(append(allScenarios, extraScenarios...), ", "))
 	}
-	panics := o.scenario == "all" || (strings.HasPrefix(o.scenario, "panic") && o.scenario != "panic-last")
+	panics := o.scenario == "all" || (o.scenario == "panic" || o.scenario == "panic-same-site")
 	if panics && o.abandon > callsOr(o, panicRounds) {
 		// A call follows each abandoned one: a tracer sees that a call was
 		// abandoned only when the goroutine makes another traced call.
@@ -459,6 +485,8 @@ func run(o options, scenario string) {
 		runOutcomes(callsOr(o, 200))
 	case "panic-last":
 		runPanicLast(callsOr(o, lastRounds))
+	case "panic-goroutines":
+		runPanicGoroutines(callsOr(o, goroutineRounds))
 	case "self":
 		runSelf(goroutinesOr(o, 6), callsOr(o, 10))
 	}

@@ -26,6 +26,7 @@ by: [cgroup, pid]
 slowest: 3
 interval: 10s
 series_expiry: 90s
+go_goroutines: 20000
 exporters:
   prometheus:
     listen: "0.0.0.0:9464"
@@ -63,6 +64,7 @@ TEST(AgentConfig, ReadsEveryField) {
   EXPECT_EQ(s.slowest, 3u);
   EXPECT_EQ(s.interval, std::chrono::milliseconds(10000));
   EXPECT_EQ(s.series_expiry, std::chrono::milliseconds(90000));
+  EXPECT_EQ(s.go_goroutines, 20000u);
   ASSERT_TRUE(s.prometheus);
   EXPECT_EQ(s.prometheus->listen, "0.0.0.0:9464");
   EXPECT_EQ(s.prometheus->web_config, "/etc/funclatency/web/web-config.yml");
@@ -104,6 +106,10 @@ TEST(AgentConfig, RefusesWhatItCannotUse) {
       {"targets:\n  - {name: a, program: /a, functions: [f], slower_than: soon}\n",
        "slower_than must be a duration"},
       {"targets:\n  - {name: a, program: /a, functions: [f]}\ninterval: soon\n", "duration"},
+      {"targets:\n  - {name: a, program: /a, functions: [f]}\ngo_goroutines: lots\n",
+       "go_goroutines must be a whole number"},
+      {"targets:\n  - {name: a, program: /a, functions: [f]}\ngo_goroutines: 0\n",
+       "go_goroutines must be 1 to 1048576"},
       {"targets:\n  - {name: a, program: /a, functions: [f]}\nexporters: {statsd: {}}\n",
        "unknown field \"statsd\""},
       {"targets:\n  - {name: a, program: /a, functions: [f]}\nexporters: {prometheus: {}}\n",

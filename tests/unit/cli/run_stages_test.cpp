@@ -77,6 +77,29 @@ TEST(LoadOptions, SizedForTheSitesAndRoomForLibrariesAwaited) {
   EXPECT_EQ(load.function_subtract_ns, (std::vector<uint64_t>{900, 300}));
 }
 
+TEST(LoadOptions, KernelSlotsFollowTheFunctionsKnownWhenMoreMayCome) {
+  Config config = config_for({"./app:op*"});
+  config.pid = 7;
+  PlannedTargets targets;
+  targets.sites = {site_at(0x10), site_at(0x20)};
+  targets.plans.resize(2);
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 64u);
+  // Functions attached later: those known and 16 more, at most 64.
+  targets.waiting.push_back(TargetSpec{"plugin", "handle"});
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 18u);
+  targets.sites.assign(60, site_at(0x10));
+  targets.plans.resize(60);
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 64u);
+  // --kernel-slots given wins; --mode events needs one.
+  config.kernel_slots = 100;
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 100u);
+  config.mode = ModeChoice::kEvents;
+  EXPECT_EQ(load_options(config, targets, std::nullopt).kernel_slots, 1u);
+  // Go code: the goroutines' room.
+  config.go_goroutines = 300;
+  EXPECT_EQ(load_options(config, targets, std::nullopt).go_goroutines, 300u);
+}
+
 TEST(WatchOptions, LaterFunctionsStartWhereTheSitesEnd) {
   Config config = config_for({"plugin:handle"});
   config.pid = 9;
@@ -190,6 +213,18 @@ TEST(Lines, BannerNamesTheTargetsTheModeAndWhatIsAwaited) {
       << waiting;
   EXPECT_EQ(never_loaded_line(12, pending),
             "process 12 never loaded the library of plugin:handle, other:run*");
+}
+
+TEST(Lines, GracePeriodLineSaysWhichTheNodeHasAndNothingForOtherContent) {
+  // The content as sysfs gives it, with its newline.
+  const std::string normal = grace_period_line("0\n");
+  EXPECT_TRUE(normal.starts_with("the node's RCU grace periods are normal")) << normal;
+  EXPECT_NE(normal.find("--follow-hold"), std::string::npos) << normal;
+  EXPECT_NE(normal.find("rcu_expedited=1"), std::string::npos) << normal;
+  const std::string expedited = grace_period_line("1\n");
+  EXPECT_TRUE(expedited.starts_with("the node's RCU grace periods are expedited")) << expedited;
+  EXPECT_EQ(grace_period_line(""), "");  // the file unread
+  EXPECT_EQ(grace_period_line("2\n"), "");
 }
 
 TEST(Listing, ShowsThePlannersEntryAndWhyAFunctionIsNotProbed) {
