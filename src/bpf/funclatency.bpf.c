@@ -46,6 +46,23 @@ const volatile __u32 slow_calls_on = 0;
  * the value its probe read, so user space counts both in that interval. */
 __u64 slow_gen = 0;
 
+/* The options above that add code to the call path (--cpu-split, --self,
+ * --by, --slowest/--slower-than) as a program sees them. Each probe comes in
+ * two builds of the same code: the full one reads them from .rodata (the
+ * verifier drops the code of those that are off, but goes over every
+ * instruction first, and that is milliseconds of every start), the plain one
+ * is compiled with all of them off, for runs that use none. */
+#define FL_OPTION(plain, option) ((plain) ? 0 : (option))
+/* Both builds of a probe: `name` (full) and `name`_plain, each calling
+ * body(ctx, plain). */
+#define FL_BOTH_BUILDS(section, kind, name, body) \
+  SEC(section) int kind(name) {                   \
+    return body(ctx, false);                      \
+  }                                               \
+  SEC(section) int kind(name##_plain) {           \
+    return body(ctx, true);                       \
+  }
+
 struct {
   __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
   __uint(map_flags, BPF_F_NO_PREALLOC);
@@ -280,8 +297,8 @@ static __always_inline __u64 kernel_switches(void) {
  * as off-CPU time past the call's end (at exit). Read before the clock, the
  * kernel's count misses such a switch and ours has it: the two differ, and
  * the call's split is unknown rather than wrong. */
-static __always_inline __u64 switches_before_clock(void) {
-  return split_stride ? kernel_switches() : 0;
+static __always_inline __u64 switches_before_clock(bool plain) {
+  return FL_OPTION(plain, split_stride) ? kernel_switches() : 0;
 }
 
 /* --cpu-split: settles a thread that is on a CPU while its entry says it
@@ -343,8 +360,8 @@ static __always_inline void mark_switches(struct fl_shadow_stack* stack, __u32 d
 
 /* --by argN: argument N of a C call at its entry (x86-64 System V: RDI,
  * RSI, RDX, RCX, R8, R9); value_index is fixed before load. */
-static __always_inline __u64 c_argument(struct pt_regs* ctx) {
-  if (value_source != FL_VALUE_ARG) return 0;
+static __always_inline __u64 c_argument(struct pt_regs* ctx, bool plain) {
+  if (FL_OPTION(plain, value_source) != FL_VALUE_ARG) return 0;
   __u64 regs[6] = {FL_REG(di), FL_REG(si), FL_REG(dx), FL_REG(cx), FL_REG(r8), FL_REG(r9)};
   __u32 index = value_index;
   return index < 6 ? regs[index] : 0;
@@ -359,8 +376,7 @@ static __always_inline __u64 go_word(struct pt_regs* ctx, __u32 word) {
   return word < 9 ? regs[word] : 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(fl_entry) {
+static __always_inline int enter_call(struct pt_regs* ctx, bool plain) {
   if (filtered_out()) return 0;
   __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
   struct fl_shadow_stack* stack = bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(),
@@ -370,26 +386,24 @@ int BPF_KPROBE(fl_entry) {
     return 0;
   }
   bool pushed;
-  const __u64 switches = switches_before_clock();
+  const __u64 switches = switches_before_clock(plain);
   __u32 depth = push_call(stack->frames, FL_MAX_DEPTH, stack->depth, fn_id, PT_REGS_SP(ctx),
-                          c_argument(ctx), &pushed);
+                          c_argument(ctx, plain), &pushed);
   stack->depth = depth;
-  if (split_stride && pushed) mark_switches(stack, depth, switches);
+  if (FL_OPTION(plain, split_stride) && pushed) mark_switches(stack, depth, switches);
   return 0;
 }
 
-static __always_inline void update_min(__u64* slot, __u64 value) {
-  for (int i = 0; i < 4; i++) {
-    __u64 old = *slot;
-    if (old != 0 && old <= value) return;
-    if (__sync_val_compare_and_swap(slot, old, value) == old) return;
-  }
-}
+FL_BOTH_BUILDS("uprobe", BPF_KPROBE, fl_entry, enter_call)
 
-static __always_inline void update_max(__u64* slot, __u64 value) {
+/* The slot's minimum (0: unset) or maximum, raised or lowered to `value`
+ * unless another CPU got there first. The retries are a loop, not four
+ * copies (see record_parts_in_kernel). */
+static __always_inline void update_bound(__u64* slot, __u64 value, bool minimum) {
+#pragma clang loop unroll(disable)
   for (int i = 0; i < 4; i++) {
     __u64 old = *slot;
-    if (old >= value) return;
+    if (minimum ? old != 0 && old <= value : old >= value) return;
     if (__sync_val_compare_and_swap(slot, old, value) == old) return;
   }
 }
@@ -405,11 +419,12 @@ static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part
  * the caller's series gets it instead, or the slot (series `other`) when
  * there is no room for the series. */
 static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part, __u64 duration_ns,
-                                             __u32 by, __u64 value) {
+                                             __u32 by, __u64 value, bool plain) {
   struct fl_fn_stats* stats = NULL;
   if (by) stats = series_totals(fn_id, part, by, value);
   if (!stats) {
-    __u32 key = part == FL_PART_SELF ? slot + self_key_offset : slot + part * split_stride;
+    __u32 key = part == FL_PART_SELF ? slot + FL_OPTION(plain, self_key_offset)
+                                     : slot + part * FL_OPTION(plain, split_stride);
     stats = bpf_map_lookup_elem(&fn_stats, &key);
   }
   if (!stats) return;
@@ -418,8 +433,8 @@ static __always_inline void record_in_kernel(__u32 fn_id, __u32 slot, __u32 part
   __sync_fetch_and_add(&stats->buckets[bucket], 1);
   __sync_fetch_and_add(&stats->sum_ns, duration_ns);
   /* 0 means unset: a duration of 0 (a --cpu-split part) is kept as 1 ns. */
-  update_min(&stats->min_ns, duration_ns ? duration_ns : 1);
-  update_max(&stats->max_ns, duration_ns);
+  update_bound(&stats->min_ns, duration_ns ? duration_ns : 1, true);
+  update_bound(&stats->max_ns, duration_ns, false);
   /* Last, so a reader never sees a count without its bucket. */
   __sync_fetch_and_add(&stats->count, 1);
 }
@@ -499,16 +514,28 @@ static __always_inline struct fl_fn_stats* series_totals(__u32 fn_id, __u32 part
   return NULL;
 }
 
-/* The split's parts in the kernel: on-CPU is what the call was not switched
- * out (the probes' own cost, taken off the wall time, is on-CPU time too). */
-static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
-                                                   const struct call_split* split, __u32 by,
-                                                   __u64 value) {
-  __u64 off_cpu = split->runnable_ns + split->blocked_ns;
-  record_in_kernel(fn_id, slot, FL_PART_ONCPU, duration_ns > off_cpu ? duration_ns - off_cpu : 0,
-                   by, value);
-  record_in_kernel(fn_id, slot, FL_PART_RUNNABLE, split->runnable_ns, by, value);
-  record_in_kernel(fn_id, slot, FL_PART_BLOCKED, split->blocked_ns, by, value);
+/* Kernel mode: the call in its slot, part by part: the wall time, with
+ * --cpu-split its three parts (on-CPU is what the call was not switched out;
+ * the probes' own cost, taken off the wall time, is on-CPU time too), with
+ * --self the self time. One loop, not a copy of record_in_kernel per part:
+ * the verifier goes over every instruction of a program at each start,
+ * whatever the options (each copy is ~0.3 ms of it). */
+static __always_inline void record_parts_in_kernel(__u32 fn_id, __u32 slot, __u64 duration_ns,
+                                                   const struct call_split* split, __u64 self_ns,
+                                                   __u32 by, __u64 value, bool plain) {
+  __u64 part_ns[FL_CALL_PARTS + 1] = {duration_ns, 0, 0, 0, self_ns};
+  if (split) {
+    __u64 off_cpu = split->runnable_ns + split->blocked_ns;
+    part_ns[FL_PART_ONCPU] = duration_ns > off_cpu ? duration_ns - off_cpu : 0;
+    part_ns[FL_PART_RUNNABLE] = split->runnable_ns;
+    part_ns[FL_PART_BLOCKED] = split->blocked_ns;
+  }
+#pragma clang loop unroll(disable)
+  for (__u32 part = FL_PART_WALL; part <= FL_PART_SELF; part++) {
+    if (part == FL_PART_SELF && !FL_OPTION(plain, self_key_offset)) break;
+    if (part != FL_PART_WALL && part != FL_PART_SELF && !split) continue;
+    record_in_kernel(fn_id, slot, part, part_ns[part], by, value, plain);
+  }
 }
 
 /* Pops the frame of the call that entered at `entry_sp` into `duration_ns`
@@ -519,7 +546,7 @@ static __always_inline void record_split_in_kernel(__u32 fn_id, __u32 slot, __u6
  * it is not taken off anyone's self time. */
 static __always_inline bool pop_call(struct fl_frame* frames, __u32 max_depth, __u32* depth_slot,
                                      __u32 fn_id, __u64 entry_sp, __u64 now, __u64* duration_ns,
-                                     __u64* arg, __u64* child_ns) {
+                                     __u64* arg, __u64* child_ns, bool plain) {
   __u32 depth = unwind_below(frames, max_depth, *depth_slot, entry_sp);
   struct fl_frame* top = frame_at(frames, max_depth, depth);
   if (!top) {
@@ -539,7 +566,7 @@ static __always_inline bool pop_call(struct fl_frame* frames, __u32 max_depth, _
    * call as recorded plus the probes' cost inside it (subtract_ns), both
    * time the caller did not spend itself. The probes' work outside the two
    * clock reads stays in the caller's self time, as it stays in its wall. */
-  if (self_key_offset) {
+  if (FL_OPTION(plain, self_key_offset)) {
     struct fl_frame* caller = frame_at(frames, max_depth, depth - 1);
     if (caller) caller->child_ns += *duration_ns;
   }
@@ -636,7 +663,7 @@ static __always_inline bool over_slow_floor(__u32 fn_id, __u64 duration_ns, __u6
  * `exit_flags`: FL_SLOW_AT_RET when the exit probe stands on the `ret`. */
 static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 duration_ns,
                                         const struct call_split* split, __u32 exit_flags,
-                                        __u64 value, __u64 child_ns) {
+                                        __u64 value, __u64 child_ns, bool plain) {
   struct fl_fn_config* config = bpf_map_lookup_elem(&fn_config, &fn_id);
   if (config && config->subtract_ns) {
     duration_ns = duration_ns > config->subtract_ns ? duration_ns - config->subtract_ns : 0;
@@ -646,21 +673,19 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
   __u64 self_ns = duration_ns > child_ns ? duration_ns - child_ns : 0;
   /* One read of the interval: the floor, the slow record and the event
    * all name the same one. */
-  __u64 gen = slow_calls_on ? *(volatile __u64*)&slow_gen : 0;
-  if (slow_calls_on && config && duration_ns >= config->slow_ns &&
+  __u64 gen = FL_OPTION(plain, slow_calls_on) ? *(volatile __u64*)&slow_gen : 0;
+  if (FL_OPTION(plain, slow_calls_on) && config && duration_ns >= config->slow_ns &&
       over_slow_floor(fn_id, duration_ns, gen, config->slowest_k))
     record_slow_call(ctx, fn_id, duration_ns, split, exit_flags, gen, value);
   __u32 tagged_fn = fn_id | ((gen & 1) ? FL_EVENT_ODD_GEN : 0);
   /* --config: a target's own --by, within the run's. */
-  __u32 by = series_by;
+  __u32 by = FL_OPTION(plain, series_by);
   if (config && (config->flags & FL_FN_OWN_BY)) by &= config->flags >> FL_FN_BY_SHIFT;
   /* Kernel mode needs a slot; a function without one stays in events mode. */
   bool in_kernel = config && config->mode == FL_MODE_KERNEL && config->slot != FL_NO_SLOT;
   if (in_kernel) {
-    record_in_kernel(fn_id, config->slot, FL_PART_WALL, duration_ns, by, value);
-    if (split) record_split_in_kernel(fn_id, config->slot, duration_ns, split, by, value);
-    if (self_key_offset) record_in_kernel(fn_id, config->slot, FL_PART_SELF, self_ns, by, value);
-  } else if (split || split_stride || series_by || self_key_offset) {
+    record_parts_in_kernel(fn_id, config->slot, duration_ns, split, self_ns, by, value, plain);
+  } else if (split || FL_OPTION(plain, split_stride | series_by | self_key_offset)) {
     record_ext_event(tagged_fn, duration_ns, split, by, value, self_ns);
   } else {
     record_as_event(tagged_fn, duration_ns);
@@ -669,35 +694,23 @@ static __always_inline void record_call(struct pt_regs* ctx, __u32 fn_id, __u64 
 
 /* --by retval/argN: the class of a completed call's value: its argument
  * noted at entry, or its return value (RAX at a `ret` and after it). */
-static __always_inline __u64 value_of_call(__u64 arg, __u64 result) {
-  if (value_source == FL_VALUE_ARG) return fl_value_of(value_rule, arg);
-  if (value_source == FL_VALUE_RETVAL) return fl_value_of(value_rule, result);
+static __always_inline __u64 value_of_call(__u64 arg, __u64 result, bool plain) {
+  if (FL_OPTION(plain, value_source) == FL_VALUE_ARG) return fl_value_of(value_rule, arg);
+  if (FL_OPTION(plain, value_source) == FL_VALUE_RETVAL) return fl_value_of(value_rule, result);
   return 0;
 }
 
-static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __u64 now,
-                                         __u64 switches, __u32 exit_flags) {
-  __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
-  struct fl_shadow_stack* stack =
-      bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
-  if (!stack) return 0;
-  __u64 duration_ns, arg = 0, child_ns = 0;
-  if (!pop_call(stack->frames, FL_MAX_DEPTH, &stack->depth, fn_id, entry_sp, now, &duration_ns,
-                &arg, &child_ns))
-    return 0;
-  __u64 value = value_of_call(arg, ctx->ax);
-  if (!split_stride) {
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
-    return 0;
-  }
-  /* The popped frame was at depth + 1. */
+/* --cpu-split: where the call just popped (it was at depth + 1) spent its
+ * time off the CPU, in `split`; NULL when that is not known (counted). */
+static __always_inline const struct call_split* split_of_call(struct fl_shadow_stack* stack,
+                                                              __u32 fn_id, __u64 switches,
+                                                              struct call_split* split) {
   struct fl_switch_marks* marks = marks_at(stack, stack->depth + 1);
   __u32 tid = (__u32)bpf_get_current_pid_tgid();
   struct fl_thread_switches* thread = bpf_map_lookup_elem(&thread_switches, &tid);
   if (!marks || !thread) {
     count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
-    return 0;
+    return NULL;
   }
   settle_unseen_return(thread, bpf_get_current_task_btf());
   thread->in_call = stack->depth;
@@ -708,37 +721,55 @@ static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __
   if (switches - marks->kernel_switches != thread->outs - marks->outs ||
       marks->outs < thread->untimed_outs) {
     count_lost(fn_id, SPLIT_UNKNOWN);
-    record_call(ctx, fn_id, duration_ns, NULL, exit_flags, value, child_ns);
-    return 0;
+    return NULL;
   }
-  struct call_split split = {
-      .runnable_ns = thread->runnable_ns - marks->runnable_ns,
-      .blocked_ns = thread->blocked_ns - marks->blocked_ns,
-  };
-  record_call(ctx, fn_id, duration_ns, &split, exit_flags, value, child_ns);
+  split->runnable_ns = thread->runnable_ns - marks->runnable_ns;
+  split->blocked_ns = thread->blocked_ns - marks->blocked_ns;
+  return split;
+}
+
+static __always_inline int complete_call(struct pt_regs* ctx, __u64 entry_sp, __u64 now,
+                                         __u64 switches, __u32 exit_flags, bool plain) {
+  __u32 fn_id = (__u32)bpf_get_attach_cookie(ctx);
+  struct fl_shadow_stack* stack =
+      bpf_task_storage_get(&shadow_stacks, bpf_get_current_task_btf(), 0, 0);
+  if (!stack) return 0;
+  __u64 duration_ns, arg = 0, child_ns = 0;
+  if (!pop_call(stack->frames, FL_MAX_DEPTH, &stack->depth, fn_id, entry_sp, now, &duration_ns,
+                &arg, &child_ns, plain))
+    return 0;
+  __u64 value = value_of_call(arg, ctx->ax, plain);
+  /* One record_call for every case: each of its copies is thousands of
+   * instructions the verifier goes over at every start. */
+  struct call_split split;
+  const struct call_split* known =
+      FL_OPTION(plain, split_stride) ? split_of_call(stack, fn_id, switches, &split) : NULL;
+  record_call(ctx, fn_id, duration_ns, known, exit_flags, value, child_ns, plain);
   return 0;
 }
 
 /* Return probe: runs after `ret`, so the return address was popped. */
-SEC("uretprobe")
-int BPF_KRETPROBE(fl_return) {
-  const __u64 switches = switches_before_clock();
+static __always_inline int return_from_call(struct pt_regs* ctx, bool plain) {
+  const __u64 switches = switches_before_clock(plain);
   __u64 now = bpf_ktime_get_ns();
   if (filtered_out()) return 0;
-  return complete_call(ctx, PT_REGS_SP(ctx) - 8, now, switches, 0);
+  return complete_call(ctx, PT_REGS_SP(ctx) - 8, now, switches, 0, plain);
 }
+
+FL_BOTH_BUILDS("uretprobe", BPF_KRETPROBE, fl_return, return_from_call)
 
 /* Probe on a `ret` instruction of the function: runs before it, with the
  * return address still at [sp]. Used where a return probe would break C++
  * unwinding (it replaces the return address with a trampoline the unwinder
  * has no frame info for). */
-SEC("uprobe")
-int BPF_KPROBE(fl_exit) {
-  const __u64 switches = switches_before_clock();
+static __always_inline int exit_from_call(struct pt_regs* ctx, bool plain) {
+  const __u64 switches = switches_before_clock(plain);
   __u64 now = bpf_ktime_get_ns();
   if (filtered_out()) return 0;
-  return complete_call(ctx, PT_REGS_SP(ctx), now, switches, FL_SLOW_AT_RET);
+  return complete_call(ctx, PT_REGS_SP(ctx), now, switches, FL_SLOW_AT_RET, plain);
 }
+
+FL_BOTH_BUILDS("uprobe", BPF_KPROBE, fl_exit, exit_from_call)
 
 /* A thread that ends with traced calls in flight (pthread_exit or exit
  * inside one, killed inside one): they can never return, and its shadow
@@ -886,14 +917,14 @@ int BPF_KPROBE(fl_go_exit) {
   if (!stack) return 0;
   __u64 duration_ns, arg = 0, child_ns = 0;
   bool popped = pop_call(stack->frames, FL_GO_MAX_DEPTH, &stack->depth, fn_id, virtual_sp, now,
-                         &duration_ns, &arg, &child_ns);
+                         &duration_ns, &arg, &child_ns, false);
   /* Out of its last traced call: the goroutine's room goes back to the map. */
   if (stack->depth == 0) bpf_map_delete_elem(&go_stacks, &key);
   if (popped) {
     /* The results are in their registers at the `ret`: word value_index. */
     __u64 result = value_source == FL_VALUE_RETVAL ? go_word(ctx, value_index) : 0;
-    record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET, value_of_call(arg, result),
-                child_ns);
+    record_call(ctx, fn_id, duration_ns, NULL, FL_SLOW_AT_RET, value_of_call(arg, result, false),
+                child_ns, false);
   }
   return 0;
 }
@@ -1002,6 +1033,6 @@ int BPF_KPROBE(fl_span_end) {
    * two CPUs count one span. */
   if (bpf_map_delete_elem(&open_spans, &key)) return 0;
   __u32 flags = ((__u32)bpf_get_attach_cookie(ctx) & FL_SPAN_COOKIE_AT_RET) ? FL_SLOW_AT_RET : 0;
-  record_call(ctx, span->fn_id, now > start_ns ? now - start_ns : 0, NULL, flags, 0, 0);
+  record_call(ctx, span->fn_id, now > start_ns ? now - start_ns : 0, NULL, flags, 0, 0, false);
   return 0;
 }

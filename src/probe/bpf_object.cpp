@@ -122,13 +122,19 @@ void choose_programs(funclatency_bpf* skeleton, const LoadOptions& options) {
   if (options.uprobe_multi) {
     for (bpf_program* program :
          {skeleton->progs.fl_entry, skeleton->progs.fl_return, skeleton->progs.fl_exit,
-          skeleton->progs.fl_go_entry, skeleton->progs.fl_go_exit}) {
+          skeleton->progs.fl_entry_plain, skeleton->progs.fl_return_plain,
+          skeleton->progs.fl_exit_plain, skeleton->progs.fl_go_entry, skeleton->progs.fl_go_exit}) {
       bpf_program__set_expected_attach_type(program,
                                             static_cast<bpf_attach_type>(kAttachTypeUprobeMulti));
     }
   }
-  bpf_program__set_autoload(skeleton->progs.fl_return, options.return_program);
-  bpf_program__set_autoload(skeleton->progs.fl_exit, options.exit_program);
+  const bool plain = uses_plain_programs(options);
+  bpf_program__set_autoload(skeleton->progs.fl_entry, !plain);
+  bpf_program__set_autoload(skeleton->progs.fl_entry_plain, plain);
+  bpf_program__set_autoload(skeleton->progs.fl_return, options.return_program && !plain);
+  bpf_program__set_autoload(skeleton->progs.fl_return_plain, options.return_program && plain);
+  bpf_program__set_autoload(skeleton->progs.fl_exit, options.exit_program && !plain);
+  bpf_program__set_autoload(skeleton->progs.fl_exit_plain, options.exit_program && plain);
   bpf_program__set_autoload(skeleton->progs.fl_go_entry, options.go_programs);
   bpf_program__set_autoload(skeleton->progs.fl_go_exit, options.go_programs);
   bpf_program__set_autoload(skeleton->progs.fl_sched_switch, options.cpu_split);
@@ -138,6 +144,11 @@ void choose_programs(funclatency_bpf* skeleton, const LoadOptions& options) {
 }
 
 }  // namespace
+
+bool uses_plain_programs(const LoadOptions& options) {
+  return !options.cpu_split && !options.self_time && options.series_by == 0 &&
+         options.value_source == FL_VALUE_NONE && !options.slow_calls;
+}
 
 Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoadOptions& options) {
   if (options.cgroup_fds.size() > FL_MAX_CGROUP_FILTERS) {
@@ -212,13 +223,23 @@ BpfObject::~BpfObject() {
   funclatency_bpf::destroy(skeleton_);
 }
 
+// The call probes: whichever build loaded (choose_programs).
+bpf_program* BpfObject::entry_program() const {
+  return uses_plain_programs(options_) ? skeleton_->progs.fl_entry_plain
+                                       : skeleton_->progs.fl_entry;
+}
+bpf_program* BpfObject::return_program() const {
+  return uses_plain_programs(options_) ? skeleton_->progs.fl_return_plain
+                                       : skeleton_->progs.fl_return;
+}
+bpf_program* BpfObject::exit_program() const {
+  return uses_plain_programs(options_) ? skeleton_->progs.fl_exit_plain : skeleton_->progs.fl_exit;
+}
+
 // The skeleton's programs and maps the rest of the code reaches, as lists of
 // (accessor, name in the skeleton): one more is a line here and its
 // declaration in bpf_object.h.
 #define FL_PROGRAM_ACCESSORS(X)            \
-  X(entry_program, fl_entry)               \
-  X(return_program, fl_return)             \
-  X(exit_program, fl_exit)                 \
   X(go_entry_program, fl_go_entry)         \
   X(go_exit_program, fl_go_exit)           \
   X(sched_switch_program, fl_sched_switch) \

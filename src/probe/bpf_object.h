@@ -36,7 +36,7 @@ struct LoadOptions {
   // With go_programs: goroutines inside traced calls at once (--go-goroutines);
   // the map is allocated as they enter, the bound costs its hash buckets.
   uint32_t go_goroutines = FL_GO_MAX_GOROUTINES;
-  // tp_btf/sched_process_exit: a thread that ends with calls in flight has
+  // raw_tp/sched_process_exit: a thread that ends with calls in flight has
   // them counted lost.
   bool thread_exit_program = true;
   // --cpu-split: the sched_switch program, and FL_CALL_PARTS fn_stats entries
@@ -79,6 +79,13 @@ struct LoadOptions {
   uint32_t span_first_fn = 0;
   uint32_t span_capacity = 16384;
 };
+
+// Whether the run uses none of the options that add code to the call path
+// (--cpu-split, --self, --by, slow calls): then the entry and exit programs
+// are the plain builds (funclatency.bpf.c, FL_OPTION), which the verifier
+// goes over in a fraction of the time. entry_program() and the others give
+// whichever loaded.
+bool uses_plain_programs(const LoadOptions& options);
 
 // --slowest/--slower-than of one function: the threshold its calls are sent
 // over (FL_NO_THRESHOLD: none) and the K slowest its floor keeps (0: none).

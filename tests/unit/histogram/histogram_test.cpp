@@ -107,6 +107,25 @@ TEST(BucketMath, CAndCppAgreeOnEveryOctaveEdge) {
 // the quotient must be the division's at every multiple of the unit (the
 // edges where it steps), next to 2^32, and at random values, for the units
 // with a shortcut and for others.
+TEST(BucketMath, Log2IsTheHighestSetBit) {
+  // fl_log2 has no branches (the verifier's sake); the loop above is the
+  // reference: every power of two and its neighbours, then random values.
+  for (uint32_t bit = 0; bit < 64; bit++) {
+    const uint64_t power = uint64_t{1} << bit;
+    for (uint64_t v :
+         {power, power - 1, power + 1, power | (power >> 1), ~uint64_t{0} >> (63 - bit)}) {
+      if (v == 0) continue;
+      ASSERT_EQ(fl_log2(v), reference_row(v)) << "value " << v;
+    }
+  }
+  std::mt19937_64 random(7);
+  for (int i = 0; i < 1000000; i++) {
+    const uint64_t v = random() >> (random() % 64);
+    if (v == 0) continue;
+    ASSERT_EQ(fl_log2(v), reference_row(v)) << "value " << v;
+  }
+}
+
 TEST(BucketMath, InUnitsIsTheDivision) {
   std::mt19937_64 random(28);
   for (uint64_t unit :
