@@ -496,7 +496,7 @@ Result<std::vector<ProbeLink>> attach_tracepoints(const BpfObject& object) {
     bpf_link* link = bpf_program__attach(object.thread_exit_program());
     if (!link) {
       return runtime_error(
-          "attach the sched_process_exit tracepoint program (tp_btf) that counts the calls of "
+          "attach the sched_process_exit raw tracepoint program that counts the calls of "
           "threads that end inside them",
           errno);
     }
