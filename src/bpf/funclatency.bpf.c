@@ -845,24 +845,31 @@ const struct fl_go_stack empty_go_stack = {};
 /* The goroutine running this Go code and the virtual stack pointer of the
  * current frame. False where R14 is not a g whose stack holds SP (assembly
  * ABI0 code, cgo): such a call cannot be paired per goroutine. */
-static __always_inline bool current_goroutine(struct pt_regs* ctx,
-                                              const struct fl_fn_config* config,
-                                              struct fl_go_key* key, __u64* virtual_sp,
-                                              __u64* goid_at) {
-  if (!config->goid_offset) return false;
+static __always_inline bool read_goroutine(struct pt_regs* ctx, __u32 goid_offset, __u64* goid,
+                                           __u64* goid_at, __u64* stack_hi) {
+  if (!goid_offset) return false;
   __u64 g = ctx->r14;
   __u64 bounds[2]; /* g.stack.lo, g.stack.hi */
   if (bpf_probe_read_user(bounds, sizeof(bounds), (const void*)g)) return false;
   __u64 sp = PT_REGS_SP(ctx);
   if (sp < bounds[0] || sp >= bounds[1]) return false;
-  __u64 goid;
-  *goid_at = g + config->goid_offset;
-  if (bpf_probe_read_user(&goid, sizeof(goid), (const void*)*goid_at)) return false;
+  *goid_at = g + goid_offset;
+  if (bpf_probe_read_user(goid, sizeof(*goid), (const void*)*goid_at)) return false;
+  *stack_hi = bounds[1];
+  return true;
+}
+
+static __always_inline bool current_goroutine(struct pt_regs* ctx,
+                                              const struct fl_fn_config* config,
+                                              struct fl_go_key* key, __u64* virtual_sp,
+                                              __u64* goid_at) {
+  __u64 goid, stack_hi;
+  if (!read_goroutine(ctx, config->goid_offset, &goid, goid_at, &stack_hi)) return false;
   __u64 pid_tgid = bpf_get_current_pid_tgid();
   key->goid = goid;
   key->tgid = (__u32)(pid_tgid >> 32);
   key->tid = goid ? 0 : (__u32)pid_tgid;
-  *virtual_sp = FL_GO_STACK_TOP - (bounds[1] - sp);
+  *virtual_sp = FL_GO_STACK_TOP - (stack_hi - PT_REGS_SP(ctx));
   return true;
 }
 
@@ -964,37 +971,63 @@ static __always_inline void count_span(__u32 index, enum span_count what) {
   count_at(&span_lost, index, what);
 }
 
-/* A point's value: argument N at an entry, the return value at a return. */
-static __always_inline __u64 span_value(struct pt_regs* ctx, __u32 source) {
+/* A point's value: argument N at an entry, the return value at a return
+ * (System V); in Go code, integer word N of the arguments or the first of
+ * the results (Go's register ABI). */
+static __always_inline __u64 span_value(struct pt_regs* ctx, __u32 source, bool go) {
+  if (go) return go_word(ctx, source == FL_SPAN_VALUE_RET ? 0 : source);
   if (source == FL_SPAN_VALUE_RET) return FL_REG(ax);
   __u64 regs[6] = {FL_REG(di), FL_REG(si), FL_REG(dx), FL_REG(cx), FL_REG(r8), FL_REG(r9)};
   return source < 6 ? regs[source] : 0;
 }
 
-static __always_inline void span_key_of(struct pt_regs* ctx, const struct fl_span_config* span,
-                                        __u32 source, struct fl_span_key* key) {
+/* The key the point makes; false when it makes none: a Go point whose
+ * goroutine cannot be read (R14 is no g here: assembly code, cgo). */
+static __always_inline bool span_key_of(struct pt_regs* ctx, const struct fl_span_config* span,
+                                        bool start, struct fl_span_key* key) {
   __u64 pid_tgid = bpf_get_current_pid_tgid();
+  const bool go = span->flags & FL_SPAN_GO;
   key->fn_id = span->fn_id;
   key->tgid = (__u32)(pid_tgid >> 32);
   if (span->flags & FL_SPAN_BY_VALUE) {
     if (span->flags & FL_SPAN_ANY_PROCESS) key->tgid = 0;
-    key->value = span_value(ctx, source);
-  } else {
-    key->value = (__u32)pid_tgid;
+    key->value = span_value(ctx, start ? span->start_value : span->end_value, go);
+    return true;
   }
+  if (!go) {
+    key->value = (__u32)pid_tgid;
+    return true;
+  }
+  /* A goroutine moves between threads: it is the one that starts and ends. */
+  __u64 goid, goid_at, stack_hi;
+  if (!read_goroutine(ctx, start ? span->start_goid_offset : span->end_goid_offset, &goid, &goid_at,
+                      &stack_hi))
+    return false;
+  /* goid 0 runs on a thread's own stack (g0): that thread, apart from goids. */
+  key->value = goid ? goid : ((__u64)1 << 63) | (__u32)pid_tgid;
+  return true;
 }
 
 /* What both ends of a span begin with: the span this probe is a point of
  * (its cookie holds the index) and the key the point makes, from the value
  * `start` says (the start's or the end's). NULL when the process is filtered
- * out or the index has no span. */
+ * out, the index has no span, the point is a Go entry whose stack check
+ * failed (it fires again once morestack has run), or it makes no key (an
+ * end then counts as one without a start). */
 static __always_inline struct fl_span_config* span_point(struct pt_regs* ctx, bool start,
                                                          __u32* index, struct fl_span_key* key) {
   if (filtered_out()) return NULL;
-  *index = (__u32)bpf_get_attach_cookie(ctx) & ~FL_SPAN_COOKIE_AT_RET;
+  const __u32 cookie = (__u32)bpf_get_attach_cookie(ctx);
+  *index = cookie & ~FL_SPAN_COOKIE_AT_RET;
   struct fl_span_config* span = bpf_map_lookup_elem(&span_config, index);
   if (!span) return NULL;
-  span_key_of(ctx, span, start ? span->start_value : span->end_value, key);
+  const __u32 check = start ? FL_SPAN_START_GO_STACK_CHECK : FL_SPAN_END_GO_STACK_CHECK;
+  /* Set only for a point at a Go function's entry (never at its rets). */
+  if ((span->flags & check) && (ctx->flags & (FL_EFLAGS_CF | FL_EFLAGS_ZF))) return NULL;
+  if (!span_key_of(ctx, span, start, key)) {
+    if (!start) count_span(*index, SPAN_UNSTARTED);
+    return NULL;
+  }
   return span;
 }
 

@@ -344,6 +344,12 @@ struct fl_slow_call {
  * FL_SPAN_ANY_PROCESS. */
 #define FL_SPAN_BY_VALUE 1u
 #define FL_SPAN_ANY_PROCESS 2u
+/* Both points are Go code: matched by the goroutine (not the thread), values
+ * from Go's register ABI; a point's entry probe on Go's stack check fires
+ * again after morestack, so a failed check is ignored (FL_FN_GO_STACK_CHECK). */
+#define FL_SPAN_GO 4u
+#define FL_SPAN_START_GO_STACK_CHECK 8u
+#define FL_SPAN_END_GO_STACK_CHECK 16u
 
 /* A span probe's attach cookie: the span's index, with this bit where the
  * return address is at [sp] (an entry or a `ret`; not after a return, where
@@ -353,12 +359,14 @@ struct fl_slow_call {
 struct fl_span_config {
   __u32 fn_id;
   __u32 flags;       /* FL_SPAN_* */
-  __u32 start_value; /* FL_SPAN_VALUE_* or the argument index */
+  __u32 start_value; /* FL_SPAN_VALUE_* or the argument index (Go: the word) */
   __u32 end_value;
+  __u32 start_goid_offset; /* FL_SPAN_GO: goid in runtime.g, per point's binary */
+  __u32 end_goid_offset;
 };
 
-/* An open span: by thread {fn_id, tgid, tid}; by value {fn_id, tgid (0 with
- * FL_SPAN_ANY_PROCESS), value}. */
+/* An open span: by thread {fn_id, tgid, tid} (Go: {fn_id, tgid, goid}); by
+ * value {fn_id, tgid (0 with FL_SPAN_ANY_PROCESS), value}. */
 struct fl_span_key {
   __u32 fn_id;
   __u32 tgid;

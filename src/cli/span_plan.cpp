@@ -36,11 +36,6 @@ Result<SpanProbe> plan_point(const Config& config, const SpanSpec& span, const S
     }
   }
   SpanProbe probe{.span_index = index, .at_return = point.at_return, .site = found->sites.front()};
-  if (probe.site.go) {
-    return bad_input(fmt::format("span {}: {} is Go code", span.name, probe.site.symbol),
-                     "spans are traced in C, C++ and Rust code (a goroutine moves between "
-                     "threads; Go's spans are not built yet)");
-  }
   auto plan = planner.plan(probe.site, config.exit_probes);
   if (!plan) return std::unexpected(plan.error());
   if (!plan->refused.empty()) {
@@ -62,6 +57,15 @@ Result<PlannedSpans> plan_spans(const Config& config, ElfSymbolResolver& resolve
     if (!start) return std::unexpected(start.error());
     auto end = plan_point(config, span, span.end, index, resolver, planner);
     if (!end) return std::unexpected(end.error());
+    // A Go span is matched by the goroutine and reads Go's registers; a
+    // goroutine is no thread, and one ABI's value is not the other's.
+    if (start->site.go.has_value() != end->site.go.has_value()) {
+      const SpanProbe& go = start->site.go ? *start : *end;
+      const SpanProbe& other = start->site.go ? *end : *start;
+      return bad_input(fmt::format("span {}: {} is Go code and {} is not", span.name,
+                                   go.site.symbol, other.site.symbol),
+                       "both points of a span are Go code or neither is");
+    }
     planned.specs.push_back(span);
     planned.starts.push_back(std::move(*start));
     planned.ends.push_back(std::move(*end));
@@ -81,6 +85,19 @@ void add_span_load_options(const Config& config, const PlannedSpans& spans, Load
         (span.by_value() ? FL_SPAN_BY_VALUE : 0u) | (span.any_process ? FL_SPAN_ANY_PROCESS : 0u);
     settings.start_value = value_code(span.start);
     settings.end_value = value_code(span.end);
+    const SpanProbe& start = spans.starts[index];
+    const SpanProbe& end = spans.ends[index];
+    if (start.site.go) {
+      settings.flags |= FL_SPAN_GO;
+      settings.start_goid_offset = start.plan.goid_offset;
+      settings.end_goid_offset = end.plan.goid_offset;
+      // The stack check's branch is where a Go entry is probed; a `ret` has no such check.
+      const auto checks = [](const SpanProbe& point) {
+        return !point.at_return && (point.plan.fn_flags & FL_FN_GO_STACK_CHECK);
+      };
+      if (checks(start)) settings.flags |= FL_SPAN_START_GO_STACK_CHECK;
+      if (checks(end)) settings.flags |= FL_SPAN_END_GO_STACK_CHECK;
+    }
     load.spans.push_back(settings);
   }
   load.num_functions += static_cast<uint32_t>(spans.specs.size());

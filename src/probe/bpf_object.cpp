@@ -25,7 +25,7 @@ static_assert(sizeof(fl_event) == 16);
 static_assert(sizeof(fl_fn_stats) == 4 * 8 + FL_NUM_BUCKETS * 8);
 static_assert(sizeof(fl_fn_lost) == 5 * 8);
 static_assert(sizeof(fl_span_lost) == 3 * 8);
-static_assert(sizeof(fl_span_config) == 16);
+static_assert(sizeof(fl_span_config) == 24);
 static_assert(sizeof(fl_span_key) == 16);
 static_assert(sizeof(fl_span_open) == 8);
 static_assert(sizeof(fl_fn_config) == 40);

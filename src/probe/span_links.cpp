@@ -14,9 +14,10 @@ namespace funclatency {
 
 namespace {
 
-// A point's probes: at the entry (after endbr64, as the planner places a
-// function's), or at its return: a return probe, or each `ret` where the
-// planner says a return probe would break unwinding (C++ exceptions).
+// A point's probes: at the entry (after endbr64, or on Go's stack check, as
+// the planner places a function's), or at its return: a return probe, or
+// each `ret` where the planner says a return probe would break unwinding
+// (C++ exceptions) or the program (Go code: always its rets).
 Result<void> attach_point(bpf_program* program, const SpanProbe& probe, int pid,
                           std::vector<ProbeLink>& links) {
   struct Place {
@@ -29,6 +30,11 @@ Result<void> attach_point(bpf_program* program, const SpanProbe& probe, int pid,
     places.push_back({entry, false});
   } else if (probe.plan.use_ret_instructions) {
     for (uint64_t ret : probe.plan.ret_file_offsets) places.push_back({ret, false});
+  } else if (probe.site.go) {
+    // The planner refuses Go code it cannot place ret probes in; a return
+    // probe would crash the Go program.
+    return bad_input(
+        fmt::format("{}: no ret probes for the span's Go return point", probe.site.symbol));
   } else {
     places.push_back({entry, true});
   }

@@ -58,6 +58,10 @@
 //	         one too; then the program exits. No later call shows the last one
 //	         abandoned: a tracer must count it lost when the goroutine (here the
 //	         process) is gone. Run only when asked for (not part of "all").
+//	spans    --goroutines goroutines (default 40) each make --calls rounds
+//	         (default 10) of two spans, one per goroutine across a sleep, one
+//	         by a job id across goroutines (spans.go; truth "spans"). Run
+//	         only when asked for.
 //
 // Every traced function is //go:noinline and times its own body.
 package main
@@ -408,7 +412,7 @@ func runOutcomes(calls int) {
 var allScenarios = []string{"sleepy", "grow", "recurse", "panic", "panic-same-site"}
 
 // Scenarios run only when named: "all" keeps what the other tests expect of it.
-var extraScenarios = []string{"panic-last", "panic-goroutines", "outcomes", "self"}
+var extraScenarios = []string{"panic-last", "panic-goroutines", "outcomes", "self", "spans"}
 
 type options struct {
 	scenario   string
@@ -426,7 +430,7 @@ func parseOptions() options {
 		"what to run: "+strings.Join(append(allScenarios, extraScenarios...), ", ")+", or all (each in turn, with its defaults)")
 	flag.IntVar(&o.calls, "calls", -1, "calls to make (per scenario, see the source; -1: its default)")
 	flag.IntVar(&o.goroutines, "goroutines", 0,
-		"sleepy, self: goroutines making calls (0: the scenario's default, 50 and 6)")
+		"sleepy, self, spans: goroutines making calls (0: the scenario's default, 50, 6 and 40)")
 	flag.IntVar(&o.abandon, "abandon", 20, "panic, panic-same-site: calls a panic abandons")
 	flag.IntVar(&o.procs, "procs", 2, "GOMAXPROCS: threads running Go code at once")
 	flag.StringVar(&o.truthPath, "truth", "",
@@ -489,6 +493,8 @@ func run(o options, scenario string) {
 		runPanicGoroutines(callsOr(o, goroutineRounds))
 	case "self":
 		runSelf(goroutinesOr(o, 6), callsOr(o, 10))
+	case "spans":
+		runSpans(goroutinesOr(o, 40), callsOr(o, 10))
 	}
 }
 

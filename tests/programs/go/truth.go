@@ -235,6 +235,7 @@ type truthReport struct {
 	Pid       int            `json:"pid"`
 	Scenarios []string       `json:"scenarios"`
 	Functions []functionJSON `json:"functions"`
+	Spans     []spanJSON     `json:"spans,omitempty"`
 }
 
 // writeTruth writes the report to path.
@@ -243,6 +244,9 @@ func writeTruth(path string, scenarios []string) error {
 		Functions: []functionJSON{}}
 	for _, t := range functionTruths {
 		report.Functions = append(report.Functions, t.toJSON())
+	}
+	if len(spanTruths) > 0 {
+		report.Spans = spansJSON()
 	}
 	return writeJSON(path, report)
 }
