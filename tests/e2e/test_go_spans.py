@@ -57,3 +57,23 @@ def test_span_from_go_to_other_code_is_refused(tool, go_program):
     assert_refused(run_tool(tool, ["--span", f"mixed={go}:main.spanBegin:entry -> "
                                              f"{queue}:complete_job:return"]),
                    r"span mixed: main\.spanBegin is Go code and complete_job is not")
+
+
+def test_go_span_at_an_entry_that_calls_morestack_starts_once(procs, tool, go_program):
+    """main.bigframe's 16 KiB frame makes its entry call morestack on each
+    fresh goroutine, after which the prologue runs again: the span's start
+    fires once per call (a second firing would restart the span, counted
+    lost as reused), and the span is the call, within the caller's bounds."""
+    program = go_program("go-workload")
+    work = procs.start_workload(program, ["--scenario", "grow"])
+    traced = procs.start_tool(tool, ["--json", "-p", str(work.pid), "--span",
+                                     f"big={program}:main.bigframe:entry -> main.bigframe:return"])
+    work.start()
+    truth = work.finish().function("main.bigframe")
+    assert traced.wait(30) == 0, traced.describe()
+    record = totals_by_symbol(traced.text("stdout"))["big"]
+    assert truth["stack_moved"] == truth["returned"] == 40, truth
+    assert record["count"] == 40, record
+    assert record["lost"] == 0 and record["span_unstarted"] == 0, record
+    assert truth["body_sum_ns"] <= record["sum_ns"] <= truth["sum_ns"], (record, truth)
+    assert record["max_ns"] <= truth["max_ns"], (record, truth)

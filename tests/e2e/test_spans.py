@@ -322,6 +322,3 @@ def test_span_points_that_name_no_one_function_are_refused(tool):
     program = job_queue()
     assert_refused(run_tool(tool, ["--span", f"a={program}:nosuch:entry -> complete_job:entry"]),
                    r"span a: no function \"nosuch\"")
-    go = built(build_dir() / "tests" / "programs" / "go-workload", "go-workload")
-    assert_refused(run_tool(tool, ["--span", f"a={go}:main.main:entry -> main.main:return"]),
-                   "span a: main.main is Go code")
