@@ -4,7 +4,8 @@ from Go's register ABI. go-workload --scenario spans (tests/programs/go/
 spans.go) runs 40 goroutines on 2 threads, each 10 rounds of two spans:
 `handle`, main.spanBegin's entry to main.spanFinish's return across a sleep
 and a yield on one goroutine, and `job`, main.spanSubmit(id) to
-main.spanDone(id) on a worker goroutine. The program measures each span's
+main.spanDone(id) on a worker goroutine, and `created`, from the id
+main.spanNewID returns to main.spanDone(id). The program measures each span's
 bounds itself: every span is counted exactly, none lost, their min, max and
 sum within those bounds, in both modes, in a stripped binary too."""
 
@@ -19,7 +20,8 @@ SPANS = 40 * 10  # goroutines x rounds, the scenario's defaults
 
 def span_args(program):
     return ["--span", f"handle={program}:main.spanBegin:entry -> main.spanFinish:return",
-            "--span", f"job={program}:main.spanSubmit:arg0 -> main.spanDone:arg0"]
+            "--span", f"job={program}:main.spanSubmit:arg0 -> main.spanDone:arg0",
+            "--span", f"created={program}:main.spanNewID:ret -> main.spanDone:arg0"]
 
 
 @pytest.mark.parametrize("mode, variant", [("events", "go-workload"),
@@ -37,7 +39,7 @@ def test_go_spans_counted_exactly_within_the_programs_bounds(procs, tool, go_pro
     records = totals_by_symbol(traced.text("stdout"))
     # The point of the scenario: goroutines end their spans on other threads.
     assert truth["handle"]["migrated"] > 0, truth
-    for name in ("handle", "job"):
+    for name in ("handle", "job", "created"):
         record, expected = records[name], truth[name]
         assert record["kind"] == "span", record
         assert record["mode"] == mode, record

@@ -8,6 +8,8 @@
 //	         another thread: truth "migrated"); matched by the goroutine.
 //	job      main.spanSubmit(id) on the goroutine to main.spanDone(id) on one
 //	         of 4 worker goroutines after 2 ms; matched by the job id.
+//	created  the same job from main.spanNewID's return (its result, the id)
+//	         to main.spanDone(id).
 //
 // Each span's truth is bounded by what the program measures: no shorter than
 // from the start function's return to the end function's call, no longer
@@ -50,9 +52,10 @@ type spanJSON struct {
 }
 
 var (
-	handleTruth = &spanTruth{}
-	jobTruth    = &spanTruth{}
-	spanTruths  = map[string]*spanTruth{}
+	handleTruth  = &spanTruth{}
+	jobTruth     = &spanTruth{}
+	createdTruth = &spanTruth{}
+	spanTruths   = map[string]*spanTruth{}
 )
 
 func (t *spanTruth) add(low, high time.Duration, migrated bool) {
@@ -89,6 +92,14 @@ func spanFinish(round int) int {
 	return round * 2
 }
 
+// spanNewID's result is a new job id (far from small integers, so no other
+// register holds one by chance).
+//
+//go:noinline
+func spanNewID(next *atomic.Int64) int {
+	return int(1<<40 + next.Add(1))
+}
+
 //go:noinline
 func spanSubmit(id int) int {
 	return id ^ 1
@@ -102,6 +113,8 @@ func spanDone(id int) int {
 // job is one submitted job and its times, as its submitter measured them.
 type job struct {
 	id          int
+	callNew     time.Time
+	afterNew    time.Time
 	callSubmit  time.Time
 	afterSubmit time.Time
 }
@@ -109,6 +122,7 @@ type job struct {
 func runSpans(goroutines, rounds int) {
 	spanTruths["handle"] = handleTruth
 	spanTruths["job"] = jobTruth
+	spanTruths["created"] = createdTruth
 	jobs := make(chan job, goroutines*rounds+1)
 	var workers sync.WaitGroup
 	workers.Add(spanJobWorkers)
@@ -119,7 +133,9 @@ func runSpans(goroutines, rounds int) {
 				time.Sleep(spanJobSleep)
 				beforeDone := time.Now()
 				spanDone(j.id)
-				jobTruth.add(beforeDone.Sub(j.afterSubmit), time.Since(j.callSubmit), false)
+				afterDone := time.Now()
+				jobTruth.add(beforeDone.Sub(j.afterSubmit), afterDone.Sub(j.callSubmit), false)
+				createdTruth.add(beforeDone.Sub(j.afterNew), afterDone.Sub(j.callNew), false)
 			}
 		}()
 	}
@@ -141,11 +157,13 @@ func runSpans(goroutines, rounds int) {
 				handleTruth.add(beforeFinish.Sub(afterBegin), time.Since(callBegin),
 					syscall.Gettid() != tid)
 
-				// Ids far from small integers, so no other register holds one by chance.
-				id := int(1<<40 + nextID.Add(1))
+				callNew := time.Now()
+				id := spanNewID(&nextID)
+				afterNew := time.Now()
 				callSubmit := time.Now()
 				spanSubmit(id)
-				jobs <- job{id: id, callSubmit: callSubmit, afterSubmit: time.Now()}
+				jobs <- job{id: id, callNew: callNew, afterNew: afterNew, callSubmit: callSubmit,
+					afterSubmit: time.Now()}
 			}
 		}()
 	}
@@ -156,7 +174,7 @@ func runSpans(goroutines, rounds int) {
 
 func spansJSON() []spanJSON {
 	out := []spanJSON{}
-	for _, name := range []string{"handle", "job"} {
+	for _, name := range []string{"handle", "job", "created"} {
 		if t, ok := spanTruths[name]; ok {
 			out = append(out, t.toJSON(name))
 		}
