@@ -79,3 +79,25 @@ def test_go_span_at_an_entry_that_calls_morestack_starts_once(procs, tool, go_pr
     assert record["lost"] == 0 and record["span_unstarted"] == 0, record
     assert truth["body_sum_ns"] <= record["sum_ns"] <= truth["sum_ns"], (record, truth)
     assert record["max_ns"] <= truth["max_ns"], (record, truth)
+
+
+def test_go_span_slowest_with_the_goroutines_stack_at_the_end(procs, tool, go_program):
+    """--slowest keeps the slowest Go spans with the goroutine's stack where
+    they ended: at main.spanFinish's ret, called by the goroutine's function;
+    at main.spanDone's entry on a worker goroutine."""
+    program = go_program("go-workload")
+    work = procs.start_workload(program, ["--scenario", "spans"])
+    traced = procs.start_tool(tool, ["--json", "--slowest", "2", "-p", str(work.pid),
+                                     *span_args(program)])
+    work.start()
+    truth = {span["name"]: span for span in work.finish().data["spans"]}
+    assert traced.wait(30) == 0, traced.describe()
+    records = totals_by_symbol(traced.text("stdout"))
+    for name, end, caller in [("handle", "main.spanFinish", "main.runSpans.func2"),
+                              ("created", "main.spanDone", "main.runSpans.func1")]:
+        exemplars = records[name]["exemplars"]
+        assert len(exemplars) == 2, records[name]
+        for exemplar in exemplars:
+            assert exemplar["duration_ns"] <= truth[name]["max_high_ns"], exemplar
+            frames = [frame.get("symbol") for frame in exemplar["stack"]]
+            assert frames[:2] == [end, caller], frames
