@@ -69,19 +69,37 @@ Result<PlannedSpans> plan_spans(const Config& config, ElfSymbolResolver& resolve
   return planned;
 }
 
+Result<std::pair<SpanProbe, SpanProbe>> plan_span_in_file(const Config& config,
+                                                          const SpanSpec& span, uint32_t index,
+                                                          const std::string& path,
+                                                          ElfSymbolResolver& resolver,
+                                                          ProbePlanner& planner) {
+  SpanSpec in_file = span;
+  in_file.start.binary = path;
+  in_file.end.binary = path;
+  auto start = plan_point(config, in_file, in_file.start, index, resolver, planner);
+  if (!start) return std::unexpected(start.error());
+  auto end = plan_point(config, in_file, in_file.end, index, resolver, planner);
+  if (!end) return std::unexpected(end.error());
+  return std::pair{std::move(*start), std::move(*end)};
+}
+
+fl_span_config span_settings(const SpanSpec& span, uint32_t fn_id) {
+  fl_span_config settings{};
+  settings.fn_id = fn_id;
+  settings.flags =
+      (span.by_value() ? FL_SPAN_BY_VALUE : 0u) | (span.any_process ? FL_SPAN_ANY_PROCESS : 0u);
+  settings.start_value = value_code(span.start);
+  settings.end_value = value_code(span.end);
+  return settings;
+}
+
 void add_span_load_options(const Config& config, const PlannedSpans& spans, LoadOptions& load) {
   if (spans.specs.empty()) return;
   load.span_first_fn = load.num_functions;
   load.span_capacity = config.span_capacity;
   for (uint32_t index = 0; index < spans.specs.size(); index++) {
-    const SpanSpec& span = spans.specs[index];
-    fl_span_config settings{};
-    settings.fn_id = load.span_first_fn + index;
-    settings.flags =
-        (span.by_value() ? FL_SPAN_BY_VALUE : 0u) | (span.any_process ? FL_SPAN_ANY_PROCESS : 0u);
-    settings.start_value = value_code(span.start);
-    settings.end_value = value_code(span.end);
-    load.spans.push_back(settings);
+    load.spans.push_back(span_settings(spans.specs[index], load.span_first_fn + index));
   }
   load.num_functions += static_cast<uint32_t>(spans.specs.size());
 }
