@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "collect/hash_keys.h"
 #include "collect/slow_thresholds.h"
 #include "collect/tracing_choices.h"
 
@@ -141,6 +142,25 @@ bool same_span(const SpanSpec& a, const SpanSpec& b) {
   return a.name == b.name && a.text == b.text;
 }
 
+// A removed span's open keys (function id `fn_id`), deleted: with its probes
+// gone none can end, and its report must count them lost before it goes.
+Result<uint64_t> take_open_spans_of(int open_spans_fd, uint32_t fn_id) {
+  auto keys = keys_of_processes<fl_span_key>(
+      open_spans_fd, [](uint32_t) { return true; }, "open spans (open_spans)");
+  if (!keys) return std::unexpected(keys.error());
+  uint64_t taken = 0;
+  for (const fl_span_key& key : *keys) {
+    if (key.fn_id != fn_id) continue;
+    // Counted once: deleted here, or (ENOENT) the session took it meanwhile.
+    if (bpf_map_delete_elem(open_spans_fd, &key) == 0) {
+      taken++;
+    } else if (errno != ENOENT) {
+      return runtime_error("delete an open span", errno);
+    }
+  }
+  return taken;
+}
+
 }  // namespace
 
 size_t ProgramFollower::new_spans(const std::vector<SpanSpec>& spans) const {
@@ -203,8 +223,12 @@ std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& t
       for (uint32_t fn_id : attached.fn_ids) aggregator_.remove_function(fn_id);
     }
     if (gone->span) {
+      const uint32_t fn_id = object_.options().span_first_fn + gone->span_index;
       if (gone->span_joined) {
-        aggregator_.remove_function(object_.options().span_first_fn + gone->span_index);
+        auto open = take_open_spans_of(object_.open_spans_fd(), fn_id);
+        if (!open) note_("span " + gone->span->name + ": " + open.error().message());
+        if (open && *open) aggregator_.on_lost(fn_id, LostCounts{.span_open = *open});
+        aggregator_.remove_function(fn_id);
       }
       note_(fmt::format("stopped following span {}", gone->span->name));
       continue;

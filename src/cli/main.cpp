@@ -742,7 +742,11 @@ int main(int argc, char** argv) {
   if (agent) {
     config->follow_targets = agent->targets;
     auto spans = spans_of(agent->spans, true);
-    if (!spans) return exit_code(std::unexpected(spans.error()));
+    if (!spans) {
+      Error error = spans.error();
+      error.context = values.config_file + ": " + error.context;
+      return exit_code(std::unexpected(std::move(error)));
+    }
     config->spans = std::move(*spans);
     config->spans_followed = true;
     config->span_room = std::max<uint32_t>(kAgentSpanRoom, config->spans.size());
