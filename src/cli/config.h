@@ -63,8 +63,8 @@ struct Config {
   std::vector<SpanSpec> spans;  // --span, or the --config file's `spans`
   // With --follow or --config the spans are followed: their points are the
   // followed program's (the start's BINARY), attached in each file of it
-  // as it runs; span_room indexes are set aside at load (more than the
-  // spans with --config, for the ones a reload adds).
+  // as it runs; span_room indexes are set aside at load (with --config
+  // more than the file's spans, for the ones a reload adds).
   bool spans_followed = false;
   uint32_t span_room = 0;
   uint32_t span_capacity = 16384;  // --span-capacity: open spans the kernel holds at once
@@ -123,7 +123,8 @@ Result<Config> finish_config(const CommandLine& values);
 // `followed`, each has both points in one program named as a followed
 // program is (an absolute path inside the container, or a file name).
 Result<std::vector<SpanSpec>> spans_of(const std::vector<std::string>& texts, bool followed);
-// Span indexes a --config run sets aside for spans its reloads add.
+// Span indexes a --config run that starts with spans sets aside, for the
+// spans its reloads add.
 constexpr uint32_t kAgentSpanRoom = 16;
 
 Result<std::vector<FollowTarget>> follow_targets_of(const std::vector<std::string>& targets,

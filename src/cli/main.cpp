@@ -481,6 +481,8 @@ std::function<std::vector<uint32_t>()> reload_config(const Config& config, Follo
     auto spans = spans_of(loaded->spans, true);
     if (!spans) return refuse(spans.error().message());
     if (following.follower->new_spans(*spans) > following.follower->span_room_left()) {
+      if (!config.spans_followed)
+        return refuse("the run started with no span; restart to add spans");
       return refuse(fmt::format("the run has room for {} more spans; restart to add more",
                                 following.follower->span_room_left()));
     }
@@ -747,9 +749,13 @@ int main(int argc, char** argv) {
       error.context = values.config_file + ": " + error.context;
       return exit_code(std::unexpected(std::move(error)));
     }
+    // Room for reloads' spans when the file starts with spans; a file with
+    // none runs without the open-span map (its kernel memory follows the work).
     config->spans = std::move(*spans);
-    config->spans_followed = true;
-    config->span_room = std::max<uint32_t>(kAgentSpanRoom, config->spans.size());
+    config->spans_followed = !config->spans.empty();
+    if (config->spans_followed) {
+      config->span_room = std::max<uint32_t>(kAgentSpanRoom, config->spans.size());
+    }
     // The probes key series by every target's --by; each keeps its own.
     for (const auto& target : agent->targets) config->series_by |= series_by_bits(*target.by);
   }

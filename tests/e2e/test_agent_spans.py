@@ -20,7 +20,6 @@ from test_spans import job_queue
 pytestmark = pytest.mark.bpf
 
 AGENT_START_TIMEOUT = 30.0
-SPAN_ATTACHED = r"^funclatency: following span job: attached in "
 
 
 def own_copy(tmp_path):
@@ -31,8 +30,9 @@ def own_copy(tmp_path):
     return program
 
 
-def span_lines(agent):
-    return sum(1 for line in agent.lines("stderr") if re.search(SPAN_ATTACHED, line))
+def span_lines(agent, name="job"):
+    attached = rf"^funclatency: following span {name}: attached in "
+    return sum(1 for line in agent.lines("stderr") if re.search(attached, line))
 
 
 def wait_for_span_attached(agent, count, timeout=30.0):
@@ -51,10 +51,10 @@ def run_jobs(procs, program, agent, attached_before):
     return work.finish().data["spans"][0]
 
 
-def span_totals(agent_stdout):
+def span_totals(agent_stdout, name="job"):
     """The span's totals over every series (the agent splits by cgroup)."""
     records = [r for r in parse_json_records(agent_stdout)
-               if r.get("type") == "total" and r.get("symbol") == "job"]
+               if r.get("type") == "total" and r.get("symbol") == name]
     assert records, agent_stdout[-2000:]
     assert all(r["kind"] == "span" for r in records), records
     keys = ("count", "lost_span_reused", "lost_span_open", "lost_span_full")
@@ -97,25 +97,28 @@ def write_config(path, program, spans):
 def test_config_reload_adds_a_span_and_refuses_a_malformed_one(procs, tool, tmp_path):
     program = own_copy(tmp_path)
     config = tmp_path / "agent.yaml"
-    write_config(config, program, [])
+    # At the start: a function and a span matched by the thread (each
+    # complete_job call, entry to return).
+    call = f"- call={program}:complete_job:entry -> complete_job:return"
+    write_config(config, program, [call])
     agent = procs.spawn([tool, "--config", config, "--json"])
     agent.wait_for_line("stderr", r"^Following ", AGENT_START_TIMEOUT)
-    # Before the span: the target's function only.
     before = procs.start_workload(program, ["--jobs", "30"])
     agent.wait_for_line("stderr", r"^funclatency: following jobs: 1 function attached", 30)
+    if not wait_until(lambda: span_lines(agent, "call") == 1, 30):
+        pytest.fail(agent.describe())
     before.start()
     before_truth = before.finish().data["spans"][0]
 
-    # The mapping form; the same span as --span's text.
-    write_config(config, program, ["- name: job",
-                                   f"  start: {program}:submit_job:arg0",
+    # Added by a reload, in the mapping form; `call` is kept as it was.
+    write_config(config, program, [call, "- name: job", f"  start: {program}:submit_job:arg0",
                                    "  end: complete_job:arg0"])
     agent.send(signal.SIGHUP)
-    agent.wait_for_line("stderr", r"reloaded .*: following 1 target and 1 span", 20)
+    agent.wait_for_line("stderr", r"reloaded .*: following 1 target and 2 spans", 20)
     truth = run_jobs(procs, program, agent, 0)
 
-    # A malformed span: refused whole, one message; the span keeps running.
-    write_config(config, program, [f"- job={program}:submit_job:arg9 -> complete_job:arg0"])
+    # A malformed span: refused whole, one message; the spans keep running.
+    write_config(config, program, [call, f"- job={program}:submit_job:arg9 -> complete_job:arg0"])
     agent.send(signal.SIGHUP)
     agent.wait_for_line("stderr", r"reload of .* refused: .*arg9.*last good configuration", 20)
     work = procs.start_workload(program, ["--jobs", "50", "--workers", "2"])
@@ -123,8 +126,8 @@ def test_config_reload_adds_a_span_and_refuses_a_malformed_one(procs, tool, tmp_
     work.start()
     kept_truth = work.finish().data["spans"][0]
 
-    # Removed: its probes go, a later run's jobs are no spans.
-    write_config(config, program, [])
+    # Removed: its probes go, a later run's jobs are no spans of it.
+    write_config(config, program, [call])
     agent.send(signal.SIGHUP)
     agent.wait_for_line("stderr", r"stopped following span job", 20)
     after = procs.start_workload(program, ["--jobs", "20"])
@@ -134,8 +137,28 @@ def test_config_reload_adds_a_span_and_refuses_a_malformed_one(procs, tool, tmp_
     assert agent.stop() == 0, agent.describe()
 
     assert_counted(span_totals(agent.text("stdout")), [truth, kept_truth])
-    # The function was traced all along: every job of the three runs.
+    everything = (before_truth, truth, kept_truth, after_truth)
+    # The function and the kept span were traced all along: every job of
+    # the four runs, each call one span.
     functions = [r for r in parse_json_records(agent.text("stdout"))
                  if r.get("type") == "total" and r.get("symbol") == "complete_job"]
-    assert sum(r["count"] for r in functions) == sum(
-        t["completed"] for t in (before_truth, truth, kept_truth, after_truth)), functions
+    assert sum(r["count"] for r in functions) == sum(t["completed"] for t in everything), functions
+    calls = span_totals(agent.text("stdout"), "call")
+    assert calls == {"count": sum(t["completed"] for t in everything), "lost_span_reused": 0,
+                     "lost_span_open": 0, "lost_span_full": 0}, calls
+    assert span_lines(agent, "call") == 1, agent.text("stderr")  # kept: attached once
+
+
+def test_a_config_without_spans_takes_a_restart_to_add_one(procs, tool, tmp_path):
+    """A file that starts with no span runs without the open-span map: a
+    reload that adds a span is refused, the last good file kept."""
+    program = own_copy(tmp_path)
+    config = tmp_path / "agent.yaml"
+    write_config(config, program, [])
+    agent = procs.spawn([tool, "--config", config, "--json"])
+    agent.wait_for_line("stderr", r"^Following ", AGENT_START_TIMEOUT)
+    write_config(config, program, [f"- job={program}:submit_job:arg0 -> complete_job:arg0"])
+    agent.send(signal.SIGHUP)
+    agent.wait_for_line(
+        "stderr", r"reload of .* refused: the run started with no span; restart to add spans", 20)
+    assert agent.stop() == 0, agent.describe()
