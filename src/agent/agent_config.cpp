@@ -133,6 +133,23 @@ FollowTarget target(const YAML::Node& node) {
   return t;
 }
 
+// A `spans` item: --span's text, or a mapping of its parts, written as that text.
+std::string span_text(const YAML::Node& node) {
+  if (node.IsScalar()) {
+    if (node.Scalar().empty()) fail(node, "spans: an empty span");
+    return node.Scalar();
+  }
+  if (!node.IsMap()) fail(node, "a span is --span's text or a mapping (name, start, end)");
+  check_fields(node, "a span", {"name", "start", "end", "any_process"});
+  const std::string name = scalar(node["name"], "name");
+  const std::string start = scalar(node["start"], "start");
+  const std::string end = scalar(node["end"], "end");
+  if (name.empty() || start.empty() || end.empty()) fail(node, "a span needs name, start and end");
+  const bool any =
+      !absent(node["any_process"]) && yaml::boolean(node["any_process"], "any_process");
+  return name + "=" + start + " -> " + end + (any ? " any-process" : "");
+}
+
 AgentSettings settings(const YAML::Node& root) {
   AgentSettings s;
   s.by = by_keys(root["by"]);
@@ -162,16 +179,22 @@ AgentSettings settings(const YAML::Node& root) {
 
 AgentConfig decode(const YAML::Node& root) {
   if (absent(root)) throw yaml::Invalid{"the file is empty"};
-  check_fields(
-      root, "the configuration",
-      {"targets", "by", "slowest", "interval", "series_expiry", "go_goroutines", "exporters"});
+  check_fields(root, "the configuration",
+               {"targets", "spans", "by", "slowest", "interval", "series_expiry", "go_goroutines",
+                "exporters"});
   AgentConfig config;
+  const YAML::Node spans = root["spans"];
+  if (!absent(spans)) {
+    if (!spans.IsSequence()) fail(spans, "spans must be a list");
+    for (const auto& node : spans) config.spans.push_back(span_text(node));
+  }
   const YAML::Node targets = root["targets"];
-  if (absent(targets) || !targets.IsSequence() || targets.size() == 0) {
-    fail(root, "targets: at least one target is needed");
+  const bool no_targets = absent(targets) || (targets.IsSequence() && targets.size() == 0);
+  if ((no_targets && config.spans.empty()) || (!no_targets && !targets.IsSequence())) {
+    fail(root, "targets: at least one target (or span) is needed");
   }
   std::set<std::string> names, programs;
-  for (const auto& node : targets) {
+  for (const auto& node : no_targets ? YAML::Node(YAML::NodeType::Sequence) : targets) {
     config.targets.push_back(target(node));
     if (!names.insert(config.targets.back().name).second) {
       fail(node, "two targets are named " + config.targets.back().name);

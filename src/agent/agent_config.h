@@ -66,6 +66,9 @@ struct AgentSettings {
 
 struct AgentConfig {
   std::vector<FollowTarget> targets;
+  // `spans`: each as --span's value ("NAME=START -> END [any-process]"),
+  // parsed by the caller (cli/span_option); a mapping item is written so.
+  std::vector<std::string> spans;
   AgentSettings settings;
 };
 

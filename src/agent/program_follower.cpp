@@ -13,6 +13,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "collect/hash_keys.h"
 #include "collect/slow_thresholds.h"
 #include "collect/tracing_choices.h"
 
@@ -23,8 +24,14 @@ struct ProgramFollower::Followed {
   struct File {
     std::vector<UprobeLinks> links;
     std::vector<uint32_t> fn_ids;
+    std::optional<SpanLinks> span;  // a span's points in this file
   };
   FollowTarget target;
+  // A span instead of functions: its points in the program's files, at
+  // span index `span_index` (function id span_first_fn + span_index).
+  std::optional<SpanSpec> span;
+  uint32_t span_index = 0;
+  bool span_joined = false;  // its report group is in the aggregator
   std::map<FileId, File> files;
   // Files that are not this program, each with the mount namespace it was
   // judged in: the path `program` names is resolved in a process's own
@@ -117,23 +124,60 @@ Result<std::optional<std::string>> program_in_process(int pid, const std::string
 
 ProgramFollower::ProgramFollower(std::unique_ptr<ExecWatch> watch, FunctionAttacher& attacher,
                                  BpfObject& object, Aggregator& aggregator, Note note, Note detail,
-                                 TestDelay test_delay)
+                                 TestDelay test_delay, SpanHooks span_hooks)
     : watch_(std::move(watch)),
       attacher_(attacher),
       object_(object),
       aggregator_(aggregator),
       note_(std::move(note)),
       detail_(std::move(detail)),
-      test_delay_(test_delay) {}
+      test_delay_(test_delay),
+      span_hooks_(std::move(span_hooks)) {}
 
 ProgramFollower::~ProgramFollower() = default;
 
-std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& targets) {
+namespace {
+
+bool same_span(const SpanSpec& a, const SpanSpec& b) {
+  return a.name == b.name && a.text == b.text;
+}
+
+// A removed span's open keys (function id `fn_id`), deleted: with its probes
+// gone none can end, and its report must count them lost before it goes.
+Result<uint64_t> take_open_spans_of(int open_spans_fd, uint32_t fn_id) {
+  auto keys = keys_of_processes<fl_span_key>(
+      open_spans_fd, [](uint32_t) { return true; }, "open spans (open_spans)");
+  if (!keys) return std::unexpected(keys.error());
+  uint64_t taken = 0;
+  for (const fl_span_key& key : *keys) {
+    if (key.fn_id != fn_id) continue;
+    // Counted once: deleted here, or (ENOENT) the session took it meanwhile.
+    if (bpf_map_delete_elem(open_spans_fd, &key) == 0) {
+      taken++;
+    } else if (errno != ENOENT) {
+      return runtime_error("delete an open span", errno);
+    }
+  }
+  return taken;
+}
+
+}  // namespace
+
+size_t ProgramFollower::new_spans(const std::vector<SpanSpec>& spans) const {
+  return static_cast<size_t>(std::count_if(spans.begin(), spans.end(), [&](const SpanSpec& span) {
+    return std::none_of(followed_.begin(), followed_.end(), [&](const auto& followed) {
+      return followed && followed->span && same_span(*followed->span, span);
+    });
+  }));
+}
+
+std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& targets,
+                                              const std::vector<SpanSpec>& spans) {
   std::vector<std::unique_ptr<Followed>> next;
   std::vector<Followed*> fresh;
   for (const auto& target : targets) {
     auto kept = std::find_if(followed_.begin(), followed_.end(), [&](const auto& followed) {
-      return followed && followed->target == target;
+      return followed && !followed->span && followed->target == target;
     });
     if (kept != followed_.end()) {
       next.push_back(std::move(*kept));
@@ -142,11 +186,52 @@ std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& t
     next.push_back(std::make_unique<Followed>(Followed{target, {}, {}, {}}));
     fresh.push_back(next.back().get());
   }
+  // A span is followed on its own: the program its start names, its points
+  // attached in each file of it (its own judging of files, as a target's).
+  for (const auto& span : spans) {
+    auto kept = std::find_if(followed_.begin(), followed_.end(), [&](const auto& followed) {
+      return followed && followed->span && same_span(*followed->span, span);
+    });
+    if (kept != followed_.end()) {
+      next.push_back(std::move(*kept));
+      continue;
+    }
+    if (next_span_index_ >= span_hooks_.room || !span_hooks_.configure) {
+      note_(fmt::format("span {} is not followed: the run has room for {} spans; restart to add it",
+                        span.name, span_hooks_.room));
+      continue;
+    }
+    const uint32_t index = next_span_index_++;
+    if (auto configured = span_hooks_.configure(span, index); !configured) {
+      note_(fmt::format("span {} is not followed: {}", span.name, configured.error().message()));
+      continue;
+    }
+    FollowTarget target;
+    target.program = span.start.binary;
+    auto followed = std::make_unique<Followed>(Followed{target, {}, {}, {}});
+    followed->span = span;
+    followed->span_index = index;
+    next.push_back(std::move(followed));
+    fresh.push_back(next.back().get());
+  }
   for (auto& gone : followed_) {
     if (!gone) continue;
     for (auto& [file, attached] : gone->files) {
+      // The span's starts go before its ends (SpanLinks), then its functions'.
+      attached.span.reset();
       for (auto& links : attached.links) links.detach_all();
       for (uint32_t fn_id : attached.fn_ids) aggregator_.remove_function(fn_id);
+    }
+    if (gone->span) {
+      const uint32_t fn_id = object_.options().span_first_fn + gone->span_index;
+      if (gone->span_joined) {
+        auto open = take_open_spans_of(object_.open_spans_fd(), fn_id);
+        if (!open) note_("span " + gone->span->name + ": " + open.error().message());
+        if (open && *open) aggregator_.on_lost(fn_id, LostCounts{.span_open = *open});
+        aggregator_.remove_function(fn_id);
+      }
+      note_(fmt::format("stopped following span {}", gone->span->name));
+      continue;
     }
     note_(fmt::format("stopped following {} ({})", gone->target.program, gone->target.name));
   }
@@ -294,7 +379,38 @@ void ProgramFollower::handle(const ProgramStart& start, Followed& followed,
   // a later exec by that name alone (a new version of the file reached
   // through another link) is let through too.
   if (auto name = file_name_of(start.pid)) followed.file_names.insert(*name);
+  if (followed.span) {
+    attach_span(followed, **path, start.pid, file, added);
+    return;
+  }
   attach_file(followed, **path, start.pid, file, added);
+}
+
+void ProgramFollower::attach_span(Followed& followed, const std::string& path, int pid,
+                                  const FileId& file, std::vector<uint32_t>& added) {
+  // Remembered even when it fails, as a function's file is.
+  Followed::File& attached = followed.files[file];
+  const SpanSpec& span = *followed.span;
+  auto links = span_hooks_.attach(span, followed.span_index, path);
+  if (!links) {
+    count_failure(links.error().kind == ErrorKind::kBadInput ? FollowFailure::kNoFunction
+                                                             : FollowFailure::kKernelRefused);
+    note_(fmt::format("process {} runs {}, but span {} stays untraced there: {}", pid,
+                      followed.target.program, span.name, links.error().message()));
+    return;
+  }
+  attached.span = std::move(*links);
+  const uint32_t fn_id = object_.options().span_first_fn + followed.span_index;
+  if (!followed.span_joined) {
+    ReportGroup group{span.name, followed.target.program, 0};
+    group.span = true;
+    aggregator_.join_function(fn_id, std::move(group));
+    followed.span_joined = true;
+    added.push_back(fn_id);
+  }
+  note_(fmt::format("following span {}: attached in {} (process {}, file {}:{})", span.name,
+                    followed.target.program, pid, file.dev, file.ino));
+  detail_(fmt::format("through {}", path));
 }
 
 void ProgramFollower::attach_file(Followed& followed, const std::string& path, int pid,
@@ -379,6 +495,7 @@ size_t ProgramFollower::link_count() const {
   for (const auto& followed : followed_) {
     for (const auto& [file, attached] : followed->files) {
       for (const auto& links : attached.links) count += links.link_count();
+      if (attached.span) count += attached.span->starts.size() + attached.span->ends.size();
     }
   }
   return count;

@@ -30,8 +30,10 @@
 #include "agent/agent_config.h"
 #include "collect/aggregator.h"
 #include "common/error.h"
+#include "model/span.h"
 #include "probe/exec_watch.h"
 #include "probe/function_attacher.h"
+#include "probe/span_links.h"
 
 namespace funclatency {
 
@@ -74,20 +76,40 @@ struct FollowStats {
 // if it did, its file is attached at its next start.
 Result<std::optional<std::string>> program_in_process(int pid, const std::string& program);
 
+// How the follower sets a span up: its settings in the BPF object at span
+// index `index` (when it is first followed), and its two points planned and
+// attached in the file at `path` (both points are the followed program's).
+struct SpanHooks {
+  std::function<Result<void>(const SpanSpec& span, uint32_t index)> configure;
+  std::function<Result<SpanLinks>(const SpanSpec& span, uint32_t index, const std::string& path)>
+      attach;
+  // Span indexes [0, room) are the follower's; one is never used twice in a
+  // run (an open span of a removed span must not end as a new one's).
+  uint32_t room = 0;
+};
+
 class ProgramFollower {
  public:
   using Note = std::function<void(const std::string&)>;
   // `attacher`, `object` and `aggregator` must outlive it. `note` hears what
   // was attached and what failed (stderr); `detail` more (-v).
   ProgramFollower(std::unique_ptr<ExecWatch> watch, FunctionAttacher& attacher, BpfObject& object,
-                  Aggregator& aggregator, Note note, Note detail, TestDelay test_delay = {});
+                  Aggregator& aggregator, Note note, Note detail, TestDelay test_delay = {},
+                  SpanHooks span_hooks = {});
   ~ProgramFollower();
 
   // Follows `targets` from now on: a target as it was keeps its probes and
   // its totals; one no longer there is detached and leaves the reports; a
   // new one is attached to the processes running its program now. Returns
   // the functions attached.
-  std::vector<uint32_t> follow(const std::vector<FollowTarget>& targets);
+  // `spans` likewise: each followed in the program its start names, kept
+  // as it was when its text is the same.
+  std::vector<uint32_t> follow(const std::vector<FollowTarget>& targets,
+                               const std::vector<SpanSpec>& spans = {});
+  // How many of `spans` would need a span index of their own (not followed
+  // now), and how many indexes are left.
+  size_t new_spans(const std::vector<SpanSpec>& spans) const;
+  size_t span_room_left() const { return span_hooks_.room - next_span_index_; }
   // Attaches what the programs exec'd since the last poll need.
   Result<std::vector<uint32_t>> poll();
 
@@ -108,6 +130,8 @@ class ProgramFollower {
   void publish_known(const ProgramStart& start);
   size_t learned_names() const;
   void handle(const ProgramStart& start, Followed& followed, std::vector<uint32_t>& added);
+  void attach_span(Followed& followed, const std::string& path, int pid, const FileId& file,
+                   std::vector<uint32_t>& added);
   void attach_file(Followed& followed, const std::string& path, int pid, const FileId& file,
                    std::vector<uint32_t>& added);
   void count_failure(FollowFailure failure) { stats_.failures[static_cast<size_t>(failure)]++; }
@@ -121,6 +145,8 @@ class ProgramFollower {
   std::vector<std::unique_ptr<Followed>> followed_;
   FollowStats stats_;
   TestDelay test_delay_;  // a test's stand-in for a busy agent
+  SpanHooks span_hooks_;
+  uint32_t next_span_index_ = 0;
 };
 
 }  // namespace funclatency

@@ -104,30 +104,25 @@ Result<void> check_target_sources(const CommandLine& v) {
   return {};
 }
 
-// The --span options: each parsed, named once, and only where spans can be
-// traced (the programs on the command line, not followed ones).
+// The --span options: each parsed and named once; with --follow, followed.
 Result<void> take_spans(const CommandLine& v, Config& config) {
-  for (const auto& text : v.spans) {
-    auto span = parse_span(text);
-    if (!span) return std::unexpected(span.error());
-    if (span->start.binary.empty() && v.pid <= 0) {
-      return bad_input(fmt::format("--span \"{}\" names no binary", text),
+  if (!v.spans.empty() && !v.config_file.empty()) {
+    return bad_input("--span with --config: a reload would drop it",
+                     "put the span in the --config file's spans");
+  }
+  auto spans = spans_of(v.spans, v.follow);
+  if (!spans) return std::unexpected(spans.error());
+  for (const auto& span : *spans) {
+    if (span.start.binary.empty() && v.pid <= 0) {
+      return bad_input(fmt::format("--span \"{}\" names no binary", span.text),
                        "give -p PID, or write BINARY:FUNCTION:POINT");
     }
-    for (const auto& other : config.spans) {
-      if (other.name == span->name) {
-        return bad_input(fmt::format("two spans are named {}", span->name),
-                         "give each --span its own NAME");
-      }
-    }
-    config.spans.push_back(std::move(*span));
   }
+  config.spans = std::move(*spans);
   config.span_capacity = v.span_capacity;
-  if (!config.spans.empty() && (v.follow || !v.config_file.empty())) {
-    return bad_input(
-        "--span with --follow or --config: spans are traced in the programs named "
-        "on the command line only",
-        "give the span's binary (and -p PID) without --follow/--config");
+  if (v.follow && !config.spans.empty()) {
+    config.spans_followed = true;
+    config.span_room = static_cast<uint32_t>(config.spans.size());
   }
   if (!config.spans.empty() && v.list) {
     return bad_input("-l lists TARGETs' functions, not spans", "leave --span out with -l");
@@ -241,6 +236,37 @@ Result<Config> finish_config(const CommandLine& v) {
   take_output_and_limits(v, config);
   if (auto taken = take_probe_choices(v, config); !taken) return std::unexpected(taken.error());
   return config;
+}
+
+Result<std::vector<SpanSpec>> spans_of(const std::vector<std::string>& texts, bool followed) {
+  std::vector<SpanSpec> spans;
+  for (const auto& text : texts) {
+    auto span = parse_span(text);
+    if (!span) return std::unexpected(span.error());
+    for (const auto& other : spans) {
+      if (other.name == span->name) {
+        return bad_input(fmt::format("two spans are named {}", span->name),
+                         "give each span its own NAME");
+      }
+    }
+    if (followed) {
+      const std::string& program = span->start.binary;
+      if (program.empty() ||
+          (program.find('/') != std::string::npos && !program.starts_with('/'))) {
+        return bad_input(
+            fmt::format("span \"{}\": a followed span's START names its program", text),
+            "write PROGRAM:FUNCTION:POINT, PROGRAM an absolute path as the container sees it or "
+            "an executable's file name");
+      }
+      if (span->end.binary != program) {
+        return bad_input(
+            fmt::format("span \"{}\": a followed span's END is in its START's program", text),
+            "leave END's BINARY out");
+      }
+    }
+    spans.push_back(std::move(*span));
+  }
+  return spans;
 }
 
 Result<std::vector<FollowTarget>> follow_targets_of(const std::vector<std::string>& targets,

@@ -60,7 +60,13 @@ struct Config {
   std::vector<FollowTarget> follow_targets;
   std::string config_file;  // --config: re-read on SIGHUP
   bool check_config = false;
-  std::vector<SpanSpec> spans;     // --span
+  std::vector<SpanSpec> spans;  // --span, or the --config file's `spans`
+  // With --follow or --config the spans are followed: their points are the
+  // followed program's (the start's BINARY), attached in each file of it
+  // as it runs; span_room indexes are set aside at load (with --config
+  // more than the file's spans, for the ones a reload adds).
+  bool spans_followed = false;
+  uint32_t span_room = 0;
   uint32_t span_capacity = 16384;  // --span-capacity: open spans the kernel holds at once
   // --follow-hold: a process that starts a followed program not attached yet
   // is stopped at its exec until its probes are in, this long at most.
@@ -70,7 +76,7 @@ struct Config {
   std::chrono::milliseconds test_follow_delay{0};
   std::optional<uint64_t> test_follow_delay_inode;
 
-  bool following() const { return !follow_targets.empty(); }
+  bool following() const { return !follow_targets.empty() || spans_followed; }
 };
 
 // Raw values CLI11 fills; turned into a Config by finish_config.
@@ -113,6 +119,14 @@ struct CommandLine {
 void add_core_options(CLI::App& app, CommandLine& values, bool targets_required = true);
 Result<Config> finish_config(const CommandLine& values);
 // --follow: the TARGETs as programs to follow, one target per program.
+// Spans from `texts` (--span's or the --config file's), names unique; with
+// `followed`, each has both points in one program named as a followed
+// program is (an absolute path inside the container, or a file name).
+Result<std::vector<SpanSpec>> spans_of(const std::vector<std::string>& texts, bool followed);
+// Span indexes a --config run that starts with spans sets aside, for the
+// spans its reloads add.
+constexpr uint32_t kAgentSpanRoom = 16;
+
 Result<std::vector<FollowTarget>> follow_targets_of(const std::vector<std::string>& targets,
                                                     bool regex);
 // --config: the file's settings where the command line left them unset, and

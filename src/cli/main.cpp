@@ -350,11 +350,33 @@ struct Following {
   std::unique_ptr<FunctionAttacher> attacher;
   std::unique_ptr<ProgramFollower> follower;
   std::vector<FollowTarget> targets;  // the last good configuration's
+  std::vector<SpanSpec> spans;        // likewise
   std::optional<AgentSettings> settings;
   bool started = false;
   bool last_reload_ok = true;
   uint64_t reload_failures = 0;
 };
+
+// Followed spans: set in the object's room when first followed, planned
+// and attached (in every process that runs the file) per file of the program.
+SpanHooks span_hooks(const Config& config, ElfSymbolResolver& resolver, ProbePlanner& planner,
+                     BpfObject& object) {
+  if (!config.spans_followed) return {};
+  return SpanHooks{.configure =
+                       [&object](const SpanSpec& span, uint32_t index) {
+                         return object.set_span(
+                             index, span_settings(span, object.options().span_first_fn + index));
+                       },
+                   .attach = [&config, &resolver, &planner, &object](
+                                 const SpanSpec& span, uint32_t index,
+                                 const std::string& path) -> Result<SpanLinks> {
+                     auto planned = plan_span_in_file(config, span, index, path, resolver, planner);
+                     if (!planned) return std::unexpected(planned.error());
+                     return attach_span_probes(object, std::span(&planned->first, 1),
+                                               std::span(&planned->second, 1), -1);
+                   },
+                   .room = config.span_room};
+}
 
 Result<Following> start_following(const Config& config, const LoadOptions& load,
                                   const std::optional<Calibration>& calibration,
@@ -382,8 +404,10 @@ Result<Following> start_following(const Config& config, const LoadOptions& load,
       std::move(*watch), *following.attacher, *probes.object, aggregator,
       [messages](const std::string& line) { messages.note(line); },
       [messages](const std::string& line) { messages.detail(line); },
-      TestDelay{config.test_follow_delay, config.test_follow_delay_inode});
+      TestDelay{config.test_follow_delay, config.test_follow_delay_inode},
+      span_hooks(config, resolver, planner, *probes.object));
   following.targets = config.follow_targets;
+  following.spans = config.spans;
   return following;
 }
 
@@ -395,7 +419,7 @@ std::function<Result<std::vector<uint32_t>>()> follow_programs(Following& follow
     RaisedCapabilities raised;  // kept permitted for this (drop_privileges)
     if (!following.started) {
       following.started = true;
-      auto added = following.follower->follow(following.targets);
+      auto added = following.follower->follow(following.targets, following.spans);
       auto more = following.follower->poll();
       if (!more) return std::unexpected(more.error());
       added.insert(added.end(), more->begin(), more->end());
@@ -454,13 +478,24 @@ std::function<std::vector<uint32_t>()> reload_config(const Config& config, Follo
                       "'s by needs series the run did not start with; restart to add them");
       }
     }
+    auto spans = spans_of(loaded->spans, true);
+    if (!spans) return refuse(spans.error().message());
+    if (following.follower->new_spans(*spans) > following.follower->span_room_left()) {
+      if (!config.spans_followed)
+        return refuse("the run started with no span; restart to add spans");
+      return refuse(fmt::format("the run has room for {} more spans; restart to add more",
+                                following.follower->span_room_left()));
+    }
     RaisedCapabilities raised;
     following.started = true;
     following.targets = loaded->targets;
-    auto added = following.follower->follow(following.targets);
+    following.spans = std::move(*spans);
+    auto added = following.follower->follow(following.targets, following.spans);
     following.last_reload_ok = true;
-    messages.note(fmt::format("reloaded {}: following {} target{}", config.config_file,
-                              following.targets.size(), following.targets.size() == 1 ? "" : "s"));
+    messages.note(fmt::format("reloaded {}: following {} target{} and {} span{}",
+                              config.config_file, following.targets.size(),
+                              following.targets.size() == 1 ? "" : "s", following.spans.size(),
+                              following.spans.size() == 1 ? "" : "s"));
     return added;
   };
 }
@@ -557,6 +592,15 @@ LoadOptions run_load_options(const Config& config, const PlannedTargets& targets
                              const std::vector<UniqueFd>& cgroups) {
   LoadOptions load = load_options(config, targets, calibration);
   add_span_load_options(config, spans, load);
+  // Followed spans: room set aside, each index set as its span is followed.
+  if (config.spans_followed && config.span_room > 0) {
+    load.span_first_fn = load.num_functions;
+    load.span_capacity = config.span_capacity;
+    for (uint32_t index = 0; index < config.span_room; index++) {
+      load.spans.push_back(fl_span_config{.fn_id = load.span_first_fn + index});
+    }
+    load.num_functions += config.span_room;
+  }
   for (const auto& fd : cgroups) load.cgroup_fds.push_back(fd.get());
   return load;
 }
@@ -589,7 +633,9 @@ Result<void> run(const Config& config, const std::optional<AgentSettings>& agent
   ProbePlanner planner;
   auto targets = plan_targets(config, resolver, planner, messages);
   if (!targets) return std::unexpected(targets.error());
-  auto spans = plan_spans(config, resolver, planner);
+  // Followed spans are planned as their program runs (agent/program_follower).
+  auto spans = config.spans_followed ? Result<PlannedSpans>(PlannedSpans{})
+                                     : plan_spans(config, resolver, planner);
   if (!spans) return std::unexpected(spans.error());
   auto sinks = open_sinks(config, prometheus_values, otlp_values, messages);
   if (!sinks) return std::unexpected(sinks.error());
@@ -697,6 +743,19 @@ int main(int argc, char** argv) {
   if (!config) return exit_code(std::unexpected(config.error()));
   if (agent) {
     config->follow_targets = agent->targets;
+    auto spans = spans_of(agent->spans, true);
+    if (!spans) {
+      Error error = spans.error();
+      error.context = values.config_file + ": " + error.context;
+      return exit_code(std::unexpected(std::move(error)));
+    }
+    // Room for reloads' spans when the file starts with spans; a file with
+    // none runs without the open-span map (its kernel memory follows the work).
+    config->spans = std::move(*spans);
+    config->spans_followed = !config->spans.empty();
+    if (config->spans_followed) {
+      config->span_room = std::max<uint32_t>(kAgentSpanRoom, config->spans.size());
+    }
     // The probes key series by every target's --by; each keeps its own.
     for (const auto& target : agent->targets) config->series_by |= series_by_bits(*target.by);
   }

@@ -264,9 +264,15 @@ std::string follow_banner(const Config& config) {
                     target.name.empty() ? "" : target.name + ": ", target.program, functions,
                     target.labels.empty() ? "" : fmt::format(" +{} labels", target.labels.size()));
   }
+  for (const auto& span : config.spans) {
+    text += fmt::format("{}span {}", text.empty() ? "" : "; ", span.text);
+  }
   if (config.check_config) {
-    return fmt::format("{}: valid; follows {} target{}: {}\n", config.config_file,
+    return fmt::format("{}: valid; follows {} target{}{}: {}\n", config.config_file,
                        config.follow_targets.size(), config.follow_targets.size() == 1 ? "" : "s",
+                       config.spans.empty() ? ""
+                                            : fmt::format(" and {} span{}", config.spans.size(),
+                                                          config.spans.size() == 1 ? "" : "s"),
                        text);
   }
   return fmt::format(

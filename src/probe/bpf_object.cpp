@@ -219,6 +219,19 @@ Result<void> BpfObject::configure_all() {
   return {};
 }
 
+Result<void> BpfObject::set_span(uint32_t index, const fl_span_config& settings) {
+  if (index >= options_.spans.size()) {
+    return runtime_error(
+        fmt::format("configure span {}: the run has room for {}", index, options_.spans.size()));
+  }
+  if (bpf_map_update_elem(bpf_map__fd(skeleton_->maps.span_config), &index, &settings, BPF_ANY) <
+      0) {
+    return runtime_error(fmt::format("configure span {}", index), errno);
+  }
+  options_.spans[index] = settings;
+  return {};
+}
+
 BpfObject::~BpfObject() {
   funclatency_bpf::destroy(skeleton_);
 }

@@ -119,6 +119,9 @@ class BpfObject : NonCopyable {
   int open_spans_fd() const;
   // Spans: per-CPU fl_span_lost by span index.
   int span_lost_fd() const;
+  // Spans: span `index`'s settings (within the room load gave spans), for a
+  // span the agent follows from a reload on.
+  Result<void> set_span(uint32_t index, const fl_span_config& settings);
   int fn_stats_fd() const;
   int fn_lost_fd() const;
   int fn_config_fd() const;

@@ -114,6 +114,12 @@ TEST(AgentConfig, RefusesWhatItCannotUse) {
        "unknown field \"statsd\""},
       {"targets:\n  - {name: a, program: /a, functions: [f]}\nexporters: {prometheus: {}}\n",
        "needs listen"},
+      {"spans: {job: x}\n", "spans must be a list"},
+      {"spans: [\"\"]\n", "an empty span"},
+      {"spans:\n  - {name: job, start: /a:f:arg0}\n", "needs name, start and end"},
+      {"spans:\n  - {name: job, start: /a:f:arg0, end: g:arg0, colour: red}\n",
+       "unknown field \"colour\""},
+      {"spans: []\n", "at least one target (or span)"},
   };
   for (const auto& [text, expected] : cases) {
     SCOPED_TRACE(text);
@@ -124,6 +130,24 @@ TEST(AgentConfig, RefusesWhatItCannotUse) {
         << config.error().message();
     EXPECT_NE(config.error().message().find("agent.yaml"), std::string::npos);
   }
+}
+
+// `spans`: --span's text, or its parts as a mapping, written as that text
+// (cli/span_option parses both); a file of spans alone follows them.
+TEST(AgentConfig, ReadsSpansAsTextOrMapping) {
+  auto config = parse_agent_config(
+      "spans:\n"
+      "  - \"job=/app/q:submit_job:arg0 -> complete_job:arg0\"\n"
+      "  - name: id\n"
+      "    start: /app/q:send:arg1\n"
+      "    end: recv:arg1\n"
+      "    any_process: true\n",
+      "agent.yaml");
+  ASSERT_TRUE(config) << config.error().message();
+  EXPECT_TRUE(config->targets.empty());
+  EXPECT_EQ(config->spans,
+            (std::vector<std::string>{"job=/app/q:submit_job:arg0 -> complete_job:arg0",
+                                      "id=/app/q:send:arg1 -> recv:arg1 any-process"}));
 }
 
 TEST(AgentConfig, SaysTheLineOfAMistake) {

@@ -99,5 +99,27 @@ TEST(SpanOption, TwoSpansOfOneNameAreRefused) {
   EXPECT_NE(config.error().message().find("two spans are named a"), std::string::npos);
 }
 
+// Followed (--follow, --config): both points in the program the start
+// names, as a followed program is named.
+TEST(SpanOption, AFollowedSpanIsInItsProgram) {
+  auto spans = spans_of({"job=/app/q:submit_job:arg0 -> complete_job:arg0",
+                         "c=q:f:entry -> "
+                         "f:return"},
+                        true);
+  ASSERT_TRUE(spans) << spans.error().message();
+  EXPECT_EQ((*spans)[0].end.binary, "/app/q");
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"job=app/q:f:arg0 -> g:arg0", "START names its program"},
+      {"job=/app/q:f:arg0 -> /lib/libc.so.6:free:arg0", "END is in its START's program"},
+  };
+  for (const auto& [text, expected] : refused) {
+    auto refusal = spans_of({text}, true);
+    ASSERT_FALSE(refusal) << text;
+    EXPECT_NE(refusal.error().message().find(expected), std::string::npos)
+        << refusal.error().message();
+  }
+  EXPECT_TRUE(spans_of({"job=/app/q:f:arg0 -> /lib/libc.so.6:free:arg0"}, false));
+}
+
 }  // namespace
 }  // namespace funclatency
