@@ -171,6 +171,29 @@ size_t ProgramFollower::new_spans(const std::vector<SpanSpec>& spans) const {
   }));
 }
 
+// Detaches what a target or span no longer followed attached: a span's
+// starts before its ends, then its functions; a span's still-open spans are
+// counted lost before its function goes.
+void ProgramFollower::stop_following(Followed& gone) {
+  for (auto& [file, attached] : gone.files) {
+    attached.span.reset();
+    for (auto& links : attached.links) links.detach_all();
+    for (uint32_t fn_id : attached.fn_ids) aggregator_.remove_function(fn_id);
+  }
+  if (gone.span) {
+    const uint32_t fn_id = object_.options().span_first_fn + gone.span_index;
+    if (gone.span_joined) {
+      auto open = take_open_spans_of(object_.open_spans_fd(), fn_id);
+      if (!open) note_("span " + gone.span->name + ": " + open.error().message());
+      if (open && *open) aggregator_.on_lost(fn_id, LostCounts{.span_open = *open});
+      aggregator_.remove_function(fn_id);
+    }
+    note_(fmt::format("stopped following span {}", gone.span->name));
+    return;
+  }
+  note_(fmt::format("stopped following {} ({})", gone.target.program, gone.target.name));
+}
+
 std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& targets,
                                               const std::vector<SpanSpec>& spans) {
   std::vector<std::unique_ptr<Followed>> next;
@@ -215,25 +238,7 @@ std::vector<uint32_t> ProgramFollower::follow(const std::vector<FollowTarget>& t
     fresh.push_back(next.back().get());
   }
   for (auto& gone : followed_) {
-    if (!gone) continue;
-    for (auto& [file, attached] : gone->files) {
-      // The span's starts go before its ends (SpanLinks), then its functions'.
-      attached.span.reset();
-      for (auto& links : attached.links) links.detach_all();
-      for (uint32_t fn_id : attached.fn_ids) aggregator_.remove_function(fn_id);
-    }
-    if (gone->span) {
-      const uint32_t fn_id = object_.options().span_first_fn + gone->span_index;
-      if (gone->span_joined) {
-        auto open = take_open_spans_of(object_.open_spans_fd(), fn_id);
-        if (!open) note_("span " + gone->span->name + ": " + open.error().message());
-        if (open && *open) aggregator_.on_lost(fn_id, LostCounts{.span_open = *open});
-        aggregator_.remove_function(fn_id);
-      }
-      note_(fmt::format("stopped following span {}", gone->span->name));
-      continue;
-    }
-    note_(fmt::format("stopped following {} ({})", gone->target.program, gone->target.name));
+    if (gone) stop_following(*gone);
   }
   followed_ = std::move(next);
   std::vector<uint32_t> added;

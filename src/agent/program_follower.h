@@ -130,6 +130,8 @@ class ProgramFollower {
   void publish_known(const ProgramStart& start);
   size_t learned_names() const;
   void handle(const ProgramStart& start, Followed& followed, std::vector<uint32_t>& added);
+  // A target or span the new list no longer has: its probes go.
+  void stop_following(Followed& gone);
   void attach_span(Followed& followed, const std::string& path, int pid, const FileId& file,
                    std::vector<uint32_t>& added);
   void attach_file(Followed& followed, const std::string& path, int pid, const FileId& file,
