@@ -179,8 +179,17 @@ def test_slow_op_shifted_1_5x_is_slower_and_fails_the_gate(procs, tool, target_a
     # diff printed (held to the program's medians above).
     at_p50 = run_tool(tool, ["diff", base, slower, "--fail-if-slower", "20@p50"]).returncode
     assert at_p50 == (3 if slow["ratio"]["p50"] > 1.2 else 0), (at_p50, slow["ratio"])
-    # A bound above the change passes.
-    assert run_tool(tool, ["diff", base, slower, "--fail-if-slower", "90"]).returncode == 0
+    # A bound above the change passes for slow_op. Another function fails it
+    # only if it got that much slower too, as the machine's load can make it
+    # (fast_op's p95 once went 12.5 -> 31.5 us, its own clock 1.3x slower on
+    # the mean, with a sanitized build and another test run beside it).
+    gated = run_tool(tool, ["diff", base, slower, "--fail-if-slower", "90"])
+    failing = [line.split()[0] for line in gated.stdout.splitlines() if "FAILS" in line]
+    assert "slow_op" not in failing, gated.stdout
+    others_over = [s for s in ("fast_op", "cet_op")
+                   if functions[s]["verdict"] == "slower" and functions[s]["ratio"]["p95"] > 1.9]
+    assert sorted(failing) == others_over, (failing, others_over, gated.stdout)
+    assert gated.returncode == (3 if others_over else 0), gated.stdout
     # The same settings pass the gate, unless the program's own clock ran slower.
     code, functions = diff(tool, base, same, "--fail-if-slower", "20")
     same_ratio = {s: own_mean_ns(same_truth)[s] / before[s] for s in SYMBOLS}
